@@ -1,0 +1,646 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/google/btree"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Item is one object as the cache holds it: its encoded form, ready to send,
+// and what selectors need.
+type Item struct {
+	Key       string
+	Namespace string
+	Name      string
+	Labels    map[string]string
+	// Fields holds the values of the selectable fields (metadata.name,
+	// metadata.namespace and any a resource adds).
+	Fields map[string]string
+	// Rev is the object's resourceVersion: the revision it was last written
+	// at (for a deletion event, the revision of the deletion).
+	Rev int64
+	// Raw is the stored JSON with metadata.resourceVersion set to Rev.
+	Raw []byte
+}
+
+// DecodeFunc turns a stored value into an Item whose resourceVersion is rev.
+type DecodeFunc func(key string, value []byte, rev int64) (*Item, error)
+
+// EventType is the type of a watch event.
+type EventType string
+
+// Watch event types, as Kubernetes names them.
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+	Bookmark EventType = "BOOKMARK"
+)
+
+// Event is one change to the cached prefix.
+type Event struct {
+	Type EventType
+	// Item is the object after the change; for Deleted, its last state with
+	// Rev set to the revision of the deletion. Nil for a Bookmark.
+	Item *Item
+	// Prev is the object before the change (Modified, Deleted).
+	Prev *Item
+	// Rev is the revision of the change, or of the bookmark.
+	Rev int64
+}
+
+// TooOldError says a watch asked for history the cache no longer has.
+type TooOldError struct{ Requested, Oldest int64 }
+
+func (e *TooOldError) Error() string {
+	return fmt.Sprintf("too old resource version: %d (%d)", e.Requested, e.Oldest)
+}
+
+// TooLargeError says a read asked for a revision the cache has not reached
+// in time.
+type TooLargeError struct{ Requested, Current int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("Too large resource version: %d, current: %d", e.Requested, e.Current)
+}
+
+// CacheOptions tune a Cache.
+type CacheOptions struct {
+	// History is how many recent events the cache keeps for watches that
+	// resume from a resourceVersion (default 10000).
+	History int
+	// WatcherBuffer is how many events a watcher may fall behind before it
+	// is closed (default 1000).
+	WatcherBuffer int
+	// BookmarkInterval is how often watchers that asked for bookmarks get
+	// one (default one minute).
+	BookmarkInterval time.Duration
+	// FreshTimeout bounds how long a read waits for the cache to reach a
+	// revision (default 3 seconds).
+	FreshTimeout time.Duration
+}
+
+func (o *CacheOptions) defaults() {
+	if o.History <= 0 {
+		o.History = 10000
+	}
+	if o.WatcherBuffer <= 0 {
+		o.WatcherBuffer = 1000
+	}
+	if o.BookmarkInterval <= 0 {
+		o.BookmarkInterval = time.Minute
+	}
+	if o.FreshTimeout <= 0 {
+		o.FreshTimeout = 3 * time.Second
+	}
+}
+
+func lessItem(a, b *Item) bool { return a.Key < b.Key }
+
+// Cache mirrors every key under one prefix, fed by one etcd watch. It serves
+// lists from memory and fans events out to any number of watchers.
+type Cache struct {
+	prefix string
+	store  *Store
+	decode DecodeFunc
+	opts   CacheOptions
+	log    *slog.Logger
+
+	mu       sync.RWMutex
+	tree     *btree.BTreeG[*Item]
+	rev      int64 // every change up to rev is applied
+	ready    bool
+	revCh    chan struct{} // closed and replaced whenever rev moves
+	history  []Event       // ring buffer
+	hstart   int           // index of the oldest event in history
+	hlen     int
+	oldest   int64 // history holds every event after this revision
+	watchers map[*Watcher]struct{}
+	stopped  bool
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewCache starts mirroring prefix. Use WaitReady before serving from it and
+// Stop when done.
+func NewCache(s *Store, prefix string, decode DecodeFunc, opts CacheOptions, log *slog.Logger) *Cache {
+	opts.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Cache{
+		prefix:   prefix,
+		store:    s,
+		decode:   decode,
+		opts:     opts,
+		log:      log,
+		tree:     btree.NewG(32, lessItem),
+		revCh:    make(chan struct{}),
+		history:  make([]Event, opts.History),
+		watchers: map[*Watcher]struct{}{},
+		cancel:   cancel,
+		done:     make(chan struct{}),
+	}
+	go c.run(ctx)
+	return c
+}
+
+// Prefix returns the key prefix the cache mirrors.
+func (c *Cache) Prefix() string { return c.prefix }
+
+// Stop ends the etcd watch and closes every watcher.
+func (c *Cache) Stop() {
+	c.cancel()
+	<-c.done
+}
+
+// Ready reports whether the cache has loaded its initial state.
+func (c *Cache) Ready() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.ready
+}
+
+// Revision returns the revision the cache is synced to.
+func (c *Cache) Revision() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rev
+}
+
+func (c *Cache) run(ctx context.Context) {
+	defer close(c.done)
+	defer c.closeAll(true)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		rev, err := c.load(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.log.Warn("watch cache: list failed", "prefix", c.prefix, "err", err)
+			time.Sleep(backoff)
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		err = c.follow(ctx, rev)
+		if ctx.Err() != nil {
+			return
+		}
+		c.log.Warn("watch cache: etcd watch ended, reloading", "prefix", c.prefix, "err", err)
+		// Watchers cannot be resumed across a reload: close them, clients
+		// reconnect from their last resourceVersion or relist.
+		c.closeAll(false)
+	}
+}
+
+// load reads the whole prefix and replaces the cache's state with it.
+func (c *Cache) load(ctx context.Context) (int64, error) {
+	end := PrefixEnd(c.prefix)
+	tree := btree.NewG(32, lessItem)
+	start, rev := c.prefix, int64(0)
+	for {
+		page, err := c.store.List(ctx, start, end, rev, 10000)
+		if err != nil {
+			return 0, err
+		}
+		rev = page.Revision
+		for _, kv := range page.KVs {
+			it, err := c.decode(kv.Key, kv.Value, kv.ModRevision)
+			if err != nil {
+				c.log.Error("watch cache: undecodable object skipped", "key", kv.Key, "err", err)
+				continue
+			}
+			tree.ReplaceOrInsert(it)
+		}
+		if !page.More || len(page.KVs) == 0 {
+			break
+		}
+		start = page.KVs[len(page.KVs)-1].Key + "\x00"
+	}
+	c.mu.Lock()
+	c.tree = tree
+	c.hstart, c.hlen = 0, 0
+	c.oldest = rev
+	c.setRevLocked(rev)
+	c.ready = true
+	c.mu.Unlock()
+	return rev, nil
+}
+
+func (c *Cache) setRevLocked(rev int64) {
+	if rev <= c.rev {
+		return
+	}
+	c.rev = rev
+	close(c.revCh)
+	c.revCh = make(chan struct{})
+}
+
+// follow applies the etcd watch from rev+1 until it fails.
+func (c *Cache) follow(ctx context.Context, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	wch := c.store.cli.Watch(wctx, c.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1),
+		clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	tick := time.NewTicker(c.opts.BookmarkInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			c.bookmark()
+		case resp, ok := <-wch:
+			if !ok {
+				return errors.New("watch channel closed")
+			}
+			if err := resp.Err(); err != nil {
+				return interpret(err)
+			}
+			if resp.IsProgressNotify() {
+				c.mu.Lock()
+				c.setRevLocked(resp.Header.Revision)
+				c.mu.Unlock()
+				continue
+			}
+			c.apply(resp.Events)
+		}
+	}
+}
+
+func (c *Cache) apply(evs []*clientv3.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range evs {
+		key := string(e.Kv.Key)
+		rev := e.Kv.ModRevision
+		prev, _ := c.tree.Get(&Item{Key: key})
+		var ev Event
+		switch e.Type {
+		case clientv3.EventTypePut:
+			it, err := c.decode(key, e.Kv.Value, rev)
+			if err != nil {
+				c.log.Error("watch cache: undecodable object skipped", "key", key, "err", err)
+				continue
+			}
+			c.tree.ReplaceOrInsert(it)
+			ev = Event{Type: Added, Item: it, Rev: rev}
+			if prev != nil {
+				ev.Type, ev.Prev = Modified, prev
+			}
+		case clientv3.EventTypeDelete:
+			c.tree.Delete(&Item{Key: key})
+			var value []byte
+			switch {
+			case e.PrevKv != nil:
+				value = e.PrevKv.Value
+			case prev != nil:
+				value = prev.Raw
+			default:
+				continue
+			}
+			it, err := c.decode(key, value, rev)
+			if err != nil {
+				c.log.Error("watch cache: undecodable deleted object skipped", "key", key, "err", err)
+				continue
+			}
+			ev = Event{Type: Deleted, Item: it, Prev: prev, Rev: rev}
+			if prev == nil {
+				ev.Prev = it
+			}
+		}
+		c.record(ev)
+		c.setRevLocked(rev)
+		for w := range c.watchers {
+			w.send(ev)
+		}
+	}
+}
+
+// record appends ev to the history ring, dropping the oldest event if full.
+func (c *Cache) record(ev Event) {
+	n := len(c.history)
+	if c.hlen == n {
+		c.oldest = c.history[c.hstart].Rev
+		c.history[c.hstart] = Event{}
+		c.hstart = (c.hstart + 1) % n
+		c.hlen--
+	}
+	c.history[(c.hstart+c.hlen)%n] = ev
+	c.hlen++
+}
+
+func (c *Cache) bookmark() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for w := range c.watchers {
+		if w.bookmarks {
+			w.send(Event{Type: Bookmark, Rev: c.rev})
+		}
+	}
+}
+
+func (c *Cache) closeAll(final bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for w := range c.watchers {
+		w.closeLocked()
+	}
+	if final {
+		c.stopped = true
+		c.ready = false
+	}
+}
+
+// WaitFresh waits until the cache has applied every change up to rev, for at
+// most the FreshTimeout, asking etcd for progress notifications meanwhile.
+func (c *Cache) WaitFresh(ctx context.Context, rev int64) error {
+	deadline := time.NewTimer(c.opts.FreshTimeout)
+	defer deadline.Stop()
+	asked := false
+	for {
+		c.mu.RLock()
+		cur, ch, ready, stopped := c.rev, c.revCh, c.ready, c.stopped
+		c.mu.RUnlock()
+		if stopped {
+			return errors.New("watch cache stopped")
+		}
+		if ready && cur >= rev {
+			return nil
+		}
+		if ready && !asked {
+			// Nothing changed under our prefix since rev: ask etcd to tell
+			// us how far it is.
+			_ = c.store.cli.RequestProgress(clientv3.WithRequireLeader(context.Background()))
+			asked = true
+		}
+		select {
+		case <-ch:
+		case <-time.After(100 * time.Millisecond):
+			asked = false
+		case <-deadline.C:
+			return &TooLargeError{Requested: rev, Current: cur}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// WaitReady waits until the cache has loaded its initial state.
+func (c *Cache) WaitReady(ctx context.Context) error {
+	for {
+		c.mu.RLock()
+		ready, ch := c.ready, c.revCh
+		c.mu.RUnlock()
+		if ready {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// ListOptions select the items of a list.
+type ListOptions struct {
+	// Namespace restricts the list to keys under prefix+Namespace+"/".
+	Namespace string
+	// Start is the first key to return (inclusive); empty means the start.
+	Start string
+	// Limit is the most items to return (0: all).
+	Limit int
+	// Filter, if set, keeps only the items it accepts.
+	Filter func(*Item) bool
+}
+
+// ListResult is a page of cached items.
+type CachedList struct {
+	Items []*Item
+	// Rev is the revision the list reflects.
+	Rev int64
+	// Next is the key to continue from, empty when the list is complete.
+	Next string
+	// Remaining counts the keys after this page (items not filtered).
+	Remaining int64
+}
+
+// List returns the cached items that match, in key order.
+func (c *Cache) List(o ListOptions) CachedList {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return listTree(c.tree, c.rev, c.prefix, o)
+}
+
+func listTree(tree *btree.BTreeG[*Item], rev int64, prefix string, o ListOptions) CachedList {
+	lo := prefix
+	if o.Namespace != "" {
+		lo = prefix + o.Namespace + "/"
+	}
+	hi := PrefixEnd(lo)
+	if o.Start > lo {
+		lo = o.Start
+	}
+	out := CachedList{Rev: rev}
+	full := false
+	tree.AscendRange(&Item{Key: lo}, &Item{Key: hi}, func(it *Item) bool {
+		if full {
+			if out.Next == "" {
+				out.Next = it.Key
+			}
+			out.Remaining++
+			return true
+		}
+		if o.Filter == nil || o.Filter(it) {
+			out.Items = append(out.Items, it)
+			if o.Limit > 0 && len(out.Items) >= o.Limit {
+				full = true
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// Get returns the cached item at key.
+func (c *Cache) Get(key string) (*Item, int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	it, _ := c.tree.Get(&Item{Key: key})
+	return it, c.rev
+}
+
+// WatchOptions say where a watch starts and what it sees.
+type WatchOptions struct {
+	// Namespace restricts the watch to one namespace.
+	Namespace string
+	// Filter keeps the items the watch is about (labels, fields).
+	Filter func(*Item) bool
+	// FromState starts the watch with the current state (as synthetic ADDED
+	// events, returned as Initial) instead of replaying history after Rev.
+	FromState bool
+	// Rev is the revision to resume after when FromState is false.
+	Rev int64
+	// Bookmarks asks for periodic BOOKMARK events.
+	Bookmarks bool
+}
+
+// Watcher receives the events of one watch. Events arrive on Events in
+// revision order; Done is closed when the cache ends the watch (it fell
+// too far behind, or the cache stopped).
+type Watcher struct {
+	c         *Cache
+	namespace string
+	prefix    string
+	filter    func(*Item) bool
+	bookmarks bool
+	ch        chan Event
+	done      chan struct{}
+	closed    bool
+}
+
+// Events returns the channel of live events.
+func (w *Watcher) Events() <-chan Event { return w.ch }
+
+// Done is closed when the cache has ended this watch.
+func (w *Watcher) Done() <-chan struct{} { return w.done }
+
+// Stop ends the watch.
+func (w *Watcher) Stop() {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	w.closeLocked()
+}
+
+func (w *Watcher) closeLocked() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	delete(w.c.watchers, w)
+	close(w.done)
+}
+
+func (w *Watcher) matches(it *Item) bool {
+	if it == nil {
+		return false
+	}
+	if w.namespace != "" && !strings.HasPrefix(it.Key, w.prefix) {
+		return false
+	}
+	return w.filter == nil || w.filter(it)
+}
+
+// translate turns a cache event into what this watcher sees: an object that
+// stops matching is DELETED (with its previous content at the event's
+// revision), one that starts matching is ADDED.
+func (w *Watcher) translate(ev Event) (Event, bool) {
+	if ev.Type == Bookmark {
+		return ev, true
+	}
+	cur := ev.Type != Deleted && w.matches(ev.Item)
+	old := ev.Prev != nil && w.matches(ev.Prev)
+	switch {
+	case ev.Type == Deleted && old:
+		return ev, true
+	case cur && !old:
+		return Event{Type: Added, Item: ev.Item, Rev: ev.Rev}, true
+	case cur && old:
+		return Event{Type: Modified, Item: ev.Item, Prev: ev.Prev, Rev: ev.Rev}, true
+	case !cur && old:
+		// The watcher needs the previous content at this revision.
+		it := *ev.Prev
+		it.Rev = ev.Rev
+		if raw, err := jsonraw.SetResourceVersion(it.Raw, ev.Rev); err == nil {
+			it.Raw = raw
+		}
+		return Event{Type: Deleted, Item: &it, Prev: ev.Prev, Rev: ev.Rev}, true
+	}
+	return Event{}, false
+}
+
+// send delivers ev without blocking; a watcher whose buffer is full is
+// closed so that it cannot slow the cache or other watchers down.
+func (w *Watcher) send(ev Event) {
+	if w.closed {
+		return
+	}
+	ev, ok := w.translate(ev)
+	if !ok {
+		return
+	}
+	select {
+	case w.ch <- ev:
+	default:
+		w.c.log.Info("watch cache: closing a watcher that fell behind", "prefix", w.c.prefix)
+		w.closeLocked()
+	}
+}
+
+// Watch starts a watch. With FromState it returns the current state the
+// watch starts from (Initial items, at revision Rev); otherwise the events
+// after o.Rev that the history still holds, translated for this watcher.
+func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, []*Item, []Event, int64, error) {
+	if !o.FromState {
+		if err := c.WaitFresh(ctx, o.Rev); err != nil {
+			return nil, nil, nil, 0, err
+		}
+	} else if err := c.WaitReady(ctx); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil, nil, nil, 0, errors.New("watch cache stopped")
+	}
+	w := &Watcher{
+		c:         c,
+		namespace: o.Namespace,
+		prefix:    c.prefix + o.Namespace + "/",
+		filter:    o.Filter,
+		bookmarks: o.Bookmarks,
+		ch:        make(chan Event, c.opts.WatcherBuffer),
+		done:      make(chan struct{}),
+	}
+	var initial []*Item
+	var replay []Event
+	if o.FromState {
+		lo := c.prefix
+		if o.Namespace != "" {
+			lo = w.prefix
+		}
+		c.tree.AscendRange(&Item{Key: lo}, &Item{Key: PrefixEnd(lo)}, func(it *Item) bool {
+			if w.matches(it) {
+				initial = append(initial, it)
+			}
+			return true
+		})
+	} else {
+		if o.Rev < c.oldest {
+			return nil, nil, nil, 0, &TooOldError{Requested: o.Rev, Oldest: c.oldest}
+		}
+		n := len(c.history)
+		for i := 0; i < c.hlen; i++ {
+			ev := c.history[(c.hstart+i)%n]
+			if ev.Rev <= o.Rev {
+				continue
+			}
+			if tev, ok := w.translate(ev); ok {
+				replay = append(replay, tev)
+			}
+		}
+	}
+	c.watchers[w] = struct{}{}
+	return w, initial, replay, c.rev, nil
+}

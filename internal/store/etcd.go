@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+)
+
+// Embedded is an etcd server running inside this process.
+type Embedded struct {
+	etcd   *embed.Etcd
+	Client *clientv3.Client
+}
+
+// StartEmbedded starts a single-member etcd whose data lives in dir and
+// returns once it serves. It listens on no socket: the returned client calls
+// the server in-process.
+func StartEmbedded(ctx context.Context, dir string) (*Embedded, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = "crdserver"
+	cfg.Dir = dir
+	cfg.LogLevel = "error"
+	cfg.ListenClientUrls = nil
+	cfg.AdvertiseClientUrls = nil
+	cfg.ListenPeerUrls = nil
+	// The single member advertises a peer URL that it never listens on: no
+	// other member will ever dial it.
+	peer, _ := url.Parse("http://127.0.0.1:2380")
+	cfg.AdvertisePeerUrls = []url.URL{*peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	if _, err := os.Stat(filepath.Join(dir, "member")); err == nil {
+		cfg.ClusterState = embed.ClusterStateFlagExisting
+	}
+	// A single member elects itself after one tick.
+	cfg.TickMs = 10
+	cfg.ElectionMs = 100
+	cfg.WatchProgressNotifyInterval = 5 * time.Second
+	cfg.MaxRequestBytes = 2 * 1024 * 1024
+	cfg.QuotaBackendBytes = 8 * 1024 * 1024 * 1024
+	cfg.EnableGRPCGateway = false
+	cfg.Metrics = "basic"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded etcd in %s: %w", dir, err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, errors.New("embedded etcd did not become ready within 60s")
+	}
+	return &Embedded{etcd: e, Client: v3client.New(e.Server)}, nil
+}
+
+// Close stops the client and the server, waiting for the server to persist
+// its state.
+func (e *Embedded) Close() {
+	_ = e.Client.Close()
+	e.etcd.Close()
+}
+
+// ExternalConfig says how to reach an external etcd cluster.
+type ExternalConfig struct {
+	Endpoints []string
+	CAFile    string
+	CertFile  string
+	KeyFile   string
+}
+
+// Connect dials an external etcd cluster and checks that it answers.
+func Connect(ctx context.Context, c ExternalConfig) (*clientv3.Client, error) {
+	cfg := clientv3.Config{
+		Endpoints:   c.Endpoints,
+		DialTimeout: 20 * time.Second,
+		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{},
+		// As kube-apiserver: large objects and lists.
+		MaxCallRecvMsgSize: 0,
+	}
+	if c.CAFile != "" || c.CertFile != "" {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if c.CAFile != "" {
+			pem, err := os.ReadFile(c.CAFile)
+			if err != nil {
+				return nil, err
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("%s holds no PEM certificate", c.CAFile)
+			}
+			tc.RootCAs = pool
+		}
+		if c.CertFile != "" || c.KeyFile != "" {
+			cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+			if err != nil {
+				return nil, err
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		cfg.TLS = tc
+	}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := cli.Get(cctx, "compact_rev_key", clientv3.WithCountOnly()); err != nil {
+		_ = cli.Close()
+		return nil, fmt.Errorf("etcd at %v: %w", c.Endpoints, err)
+	}
+	return cli, nil
+}

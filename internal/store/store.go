@@ -1,0 +1,188 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Errors a Store returns. Callers turn them into metav1.Status errors.
+var (
+	ErrNotFound = errors.New("key not found")
+	ErrExists   = errors.New("key exists")
+	// ErrConflict: the key's mod revision is not the expected one.
+	ErrConflict = errors.New("revision conflict")
+	// ErrCompacted: the requested revision has been compacted away.
+	ErrCompacted = errors.New("revision compacted")
+	// ErrFutureRevision: the requested revision is newer than the store's.
+	ErrFutureRevision = errors.New("revision is in the future")
+)
+
+// KV is one stored value and its revisions.
+type KV struct {
+	Key            string
+	Value          []byte
+	ModRevision    int64
+	CreateRevision int64
+}
+
+// Store reads and writes keys in etcd.
+type Store struct {
+	cli *clientv3.Client
+}
+
+// New returns a Store over an etcd client.
+func New(cli *clientv3.Client) *Store { return &Store{cli: cli} }
+
+// Client returns the etcd client underneath.
+func (s *Store) Client() *clientv3.Client { return s.cli }
+
+func kvFrom(kv *mvccpb.KeyValue) *KV {
+	return &KV{Key: string(kv.Key), Value: kv.Value, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision}
+}
+
+func interpret(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return ErrCompacted
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		return ErrFutureRevision
+	}
+	// The in-process client returns the server's errors untranslated.
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "required revision has been compacted"):
+		return ErrCompacted
+	case strings.Contains(msg, "required revision is a future revision"):
+		return ErrFutureRevision
+	}
+	return err
+}
+
+// CurrentRevision returns the newest revision of the store, from a
+// linearizable read.
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	resp, err := s.cli.Get(ctx, "compact_rev_key", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, interpret(err)
+	}
+	return resp.Header.Revision, nil
+}
+
+// Get reads one key at revision rev (0: the newest).
+func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, error) {
+	opts := []clientv3.OpOption{}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	resp, err := s.cli.Get(ctx, key, opts...)
+	if err != nil {
+		return nil, 0, interpret(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, resp.Header.Revision, ErrNotFound
+	}
+	return kvFrom(resp.Kvs[0]), resp.Header.Revision, nil
+}
+
+// Create writes key only if it does not exist and returns the new revision.
+func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(value))).
+		Commit()
+	if err != nil {
+		return 0, interpret(err)
+	}
+	if !resp.Succeeded {
+		return 0, ErrExists
+	}
+	return resp.Header.Revision, nil
+}
+
+// Update writes key only if its mod revision is expected. On ErrConflict it
+// returns the current value (nil if the key is gone, with ErrNotFound).
+func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, *KV, error) {
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
+		Then(clientv3.OpPut(key, string(value))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return 0, nil, interpret(err)
+	}
+	if !resp.Succeeded {
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return 0, nil, ErrNotFound
+		}
+		return 0, kvFrom(kvs[0]), ErrConflict
+	}
+	return resp.Header.Revision, nil, nil
+}
+
+// Delete removes key only if its mod revision is expected. It returns the
+// revision of the deletion; on ErrConflict the current value.
+func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, *KV, error) {
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
+		Then(clientv3.OpDelete(key)).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return 0, nil, interpret(err)
+	}
+	if !resp.Succeeded {
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return 0, nil, ErrNotFound
+		}
+		return 0, kvFrom(kvs[0]), ErrConflict
+	}
+	return resp.Header.Revision, nil, nil
+}
+
+// ListResult is one page of a range read.
+type ListResult struct {
+	KVs []*KV
+	// Revision the page was read at.
+	Revision int64
+	// More is true when keys after the last one exist in the range.
+	More bool
+	// Remaining counts the keys after this page.
+	Remaining int64
+}
+
+// List reads the keys in [start, end) at revision rev (0: the newest), at
+// most limit of them (0: all).
+func (s *Store) List(ctx context.Context, start, end string, rev, limit int64) (*ListResult, error) {
+	opts := []clientv3.OpOption{clientv3.WithRange(end)}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	if limit > 0 {
+		opts = append(opts, clientv3.WithLimit(limit))
+	}
+	resp, err := s.cli.Get(ctx, start, opts...)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := &ListResult{Revision: resp.Header.Revision, More: resp.More, KVs: make([]*KV, len(resp.Kvs))}
+	for i, kv := range resp.Kvs {
+		out.KVs[i] = kvFrom(kv)
+	}
+	out.Remaining = resp.Count - int64(len(resp.Kvs))
+	if rev > 0 {
+		out.Revision = rev
+	}
+	return out, nil
+}
+
+// PrefixEnd returns the first key after every key that starts with prefix.
+func PrefixEnd(prefix string) string { return clientv3.GetPrefixRangeEnd(prefix) }

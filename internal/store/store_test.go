@@ -1,0 +1,292 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+)
+
+func startStore(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	e, err := StartEmbedded(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return New(e.Client)
+}
+
+func decodeTest(key string, value []byte, rev int64) (*Item, error) {
+	var obj struct {
+		Metadata struct {
+			Name      string            `json:"name"`
+			Namespace string            `json:"namespace"`
+			Labels    map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(value, &obj); err != nil {
+		return nil, err
+	}
+	raw, err := jsonraw.SetResourceVersion(value, rev)
+	if err != nil {
+		return nil, err
+	}
+	return &Item{Key: key, Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace, Labels: obj.Metadata.Labels, Rev: rev, Raw: raw}, nil
+}
+
+func obj(ns, name, color string) []byte {
+	return []byte(fmt.Sprintf(`{"metadata":{"name":%q,"namespace":%q,"labels":{"color":%q}}}`, name, ns, color))
+}
+
+func TestCRUD(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	rev, err := s.Create(ctx, "/r/a", []byte(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "/r/a", []byte(`{}`)); !errors.Is(err, ErrExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	kv, _, err := s.Get(ctx, "/r/a", 0)
+	if err != nil || kv.ModRevision != rev || string(kv.Value) != `{"a":1}` {
+		t.Fatalf("get: %v %+v", err, kv)
+	}
+	if _, cur, err := s.Update(ctx, "/r/a", []byte(`{"a":2}`), rev-1); !errors.Is(err, ErrConflict) || cur.ModRevision != rev {
+		t.Fatalf("stale update: %v %+v", err, cur)
+	}
+	rev2, _, err := s.Update(ctx, "/r/a", []byte(`{"a":2}`), rev)
+	if err != nil || rev2 <= rev {
+		t.Fatalf("update: %v %d", err, rev2)
+	}
+	// Reads at an old revision see the old value until compaction.
+	old, _, err := s.Get(ctx, "/r/a", rev)
+	if err != nil || string(old.Value) != `{"a":1}` {
+		t.Fatalf("get at rev: %v %+v", err, old)
+	}
+	if err := s.Compact(ctx, rev2); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get(ctx, "/r/a", rev); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("get compacted: %v", err)
+	}
+	if _, _, err := s.Get(ctx, "/r/a", rev2+100); !errors.Is(err, ErrFutureRevision) {
+		t.Fatalf("get future: %v", err)
+	}
+	if _, _, err := s.Delete(ctx, "/r/a", rev); !errors.Is(err, ErrConflict) {
+		t.Fatalf("stale delete: %v", err)
+	}
+	if _, _, err := s.Delete(ctx, "/r/a", rev2); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get(ctx, "/r/a", 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get deleted: %v", err)
+	}
+	if _, _, err := s.Update(ctx, "/r/a", []byte(`{}`), rev2); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("update deleted: %v", err)
+	}
+}
+
+func TestListPages(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		if _, err := s.Create(ctx, fmt.Sprintf("/r/k%d", i), []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := s.List(ctx, "/r/", PrefixEnd("/r/"), 0, 2)
+	if err != nil || len(page.KVs) != 2 || !page.More || page.Remaining != 3 {
+		t.Fatalf("page 1: %v %+v", err, page)
+	}
+	if _, err := s.Create(ctx, "/r/k9", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	// The next page at the first page's revision does not see k9.
+	page2, err := s.List(ctx, page.KVs[1].Key+"\x00", PrefixEnd("/r/"), page.Revision, 0)
+	if err != nil || len(page2.KVs) != 3 || page2.More {
+		t.Fatalf("page 2: %v %+v", err, page2)
+	}
+}
+
+func TestCacheListAndWatch(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	if _, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red")); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCache(s, "/c/", decodeTest, CacheOptions{History: 4, BookmarkInterval: 50 * time.Millisecond}, slog.Default())
+	defer c.Stop()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.Create(ctx, "/c/ns2/b", obj("ns2", "b", "red"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := s.CurrentRevision(ctx)
+	if err := c.WaitFresh(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	l := c.List(ListOptions{})
+	if len(l.Items) != 2 || l.Rev < rev || !strings.Contains(string(l.Items[1].Raw), fmt.Sprintf(`"resourceVersion":"%d"`, rev)) {
+		t.Fatalf("list: %+v", l)
+	}
+	l = c.List(ListOptions{Namespace: "ns2"})
+	if len(l.Items) != 1 || l.Items[0].Name != "b" {
+		t.Fatalf("namespaced list: %+v", l)
+	}
+	l = c.List(ListOptions{Limit: 1})
+	if len(l.Items) != 1 || l.Next != "/c/ns2/b" || l.Remaining != 1 {
+		t.Fatalf("limited list: %+v", l)
+	}
+
+	red := func(it *Item) bool { return it.Labels["color"] == "red" }
+	w, initial, _, _, err := c.Watch(ctx, WatchOptions{FromState: true, Filter: red, Bookmarks: true})
+	if err != nil || len(initial) != 2 {
+		t.Fatalf("watch: %v %d", err, len(initial))
+	}
+	defer w.Stop()
+	kv, _, _ := s.Get(ctx, "/c/ns1/a", 0)
+	if _, _, err := s.Update(ctx, "/c/ns1/a", obj("ns1", "a", "blue"), kv.ModRevision); err != nil {
+		t.Fatal(err)
+	}
+	got := next(t, w)
+	if got.Type != Deleted || got.Item.Name != "a" || !strings.Contains(string(got.Item.Raw), `"red"`) {
+		t.Fatalf("leaving the selector: %+v", got)
+	}
+	if got.Item.Rev <= kv.ModRevision {
+		t.Fatalf("DELETED carries the event's revision, got %d", got.Item.Rev)
+	}
+	kv, _, _ = s.Get(ctx, "/c/ns1/a", 0)
+	if _, _, err := s.Update(ctx, "/c/ns1/a", obj("ns1", "a", "red"), kv.ModRevision); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(t, w); got.Type != Added {
+		t.Fatalf("entering the selector: %+v", got)
+	}
+	kv, _, _ = s.Get(ctx, "/c/ns2/b", 0)
+	if _, _, err := s.Delete(ctx, "/c/ns2/b", kv.ModRevision); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(t, w); got.Type != Deleted || got.Item.Name != "b" {
+		t.Fatalf("delete: %+v", got)
+	}
+	// Bookmarks arrive on their own.
+	if got := next(t, w); got.Type != Bookmark {
+		t.Fatalf("bookmark: %+v", got)
+	}
+
+	// Replay from history, then too old once the history has moved on.
+	_, _, replay, _, err := c.Watch(ctx, WatchOptions{Rev: rev})
+	if err != nil || len(replay) != 3 {
+		t.Fatalf("replay: %v %d", err, len(replay))
+	}
+	for i := 0; i < 5; i++ {
+		if _, err := s.Create(ctx, fmt.Sprintf("/c/ns3/x%d", i), obj("ns3", fmt.Sprint(i), "green")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur, _ = s.CurrentRevision(ctx)
+	if err := c.WaitFresh(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	var tooOld *TooOldError
+	if _, _, _, _, err := c.Watch(ctx, WatchOptions{Rev: rev}); !errors.As(err, &tooOld) {
+		t.Fatalf("expected too old, got %v", err)
+	}
+	// A future revision times out as too large.
+	c.opts.FreshTimeout = 200 * time.Millisecond
+	var tooLarge *TooLargeError
+	if err := c.WaitFresh(ctx, cur+1000); !errors.As(err, &tooLarge) {
+		t.Fatalf("expected too large, got %v", err)
+	}
+}
+
+func TestWaitFreshWithoutEvents(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	c := NewCache(s, "/quiet/", decodeTest, CacheOptions{}, slog.Default())
+	defer c.Stop()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Writes elsewhere move the revision without events under /quiet/: a
+	// progress notification brings the cache up to date.
+	for i := 0; i < 3; i++ {
+		if _, err := s.Create(ctx, fmt.Sprintf("/loud/%d", i), []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur, _ := s.CurrentRevision(ctx)
+	if err := c.WaitFresh(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func next(t *testing.T, w *Watcher) Event {
+	t.Helper()
+	select {
+	case ev := <-w.Events():
+		return ev
+	case <-w.Done():
+		t.Fatal("watcher closed")
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event")
+	}
+	return Event{}
+}
+
+func TestSlowWatcherIsClosed(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	c := NewCache(s, "/s/", decodeTest, CacheOptions{WatcherBuffer: 2}, slog.Default())
+	defer c.Stop()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, _, _, _, err := c.Watch(ctx, WatchOptions{FromState: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if _, err := s.Create(ctx, fmt.Sprintf("/s/ns/%d", i), obj("ns", fmt.Sprint(i), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-w.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a watcher that does not read was not closed")
+	}
+}
+
+func TestEmbeddedRestartKeepsData(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	e, err := StartEmbedded(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(e.Client).Create(ctx, "/k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e, err = StartEmbedded(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	kv, _, err := New(e.Client).Get(ctx, "/k", 0)
+	if err != nil || string(kv.Value) != "v" {
+		t.Fatalf("after restart: %v %+v", err, kv)
+	}
+}
