@@ -1,0 +1,92 @@
+// Command crdserver runs a Kubernetes-compatible API server for
+// CustomResourceDefinitions and custom resources.
+//
+//	go run ./cmd/crdserver                      # embedded etcd in ./crdserver-data
+//	kubectl --kubeconfig crdserver-data/admin.kubeconfig get crd
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crdserver/crdserver/server"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "crdserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("crdserver", flag.ContinueOnError)
+	var (
+		dataDir      = fs.String("data-dir", "crdserver-data", "folder for the embedded etcd's data and admin.kubeconfig")
+		bind         = fs.String("bind-address", "127.0.0.1", "address to listen on")
+		port         = fs.Int("port", 6443, "port to listen on (0: any free port)")
+		etcdServers  = fs.String("etcd-servers", "", "comma-separated URLs of an external etcd cluster to use instead of the embedded one")
+		etcdCA       = fs.String("etcd-cafile", "", "CA bundle to verify the external etcd's certificates")
+		etcdCert     = fs.String("etcd-certfile", "", "client certificate for the external etcd")
+		etcdKey      = fs.String("etcd-keyfile", "", "client key for the external etcd")
+		compaction   = fs.Duration("etcd-compaction-interval", 5*time.Minute, "how often to compact old etcd revisions (0 disables)")
+		shutdown     = fs.Duration("shutdown-timeout", 60*time.Second, "how long to wait for requests in flight on SIGINT/SIGTERM")
+		minReqTimout = fs.Duration("min-request-timeout", 30*time.Minute, "shortest timeout of a watch that sets none (watches last between it and twice it)")
+		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	cfg := server.Config{
+		DataDir:            *dataDir,
+		BindAddress:        *bind,
+		Port:               *port,
+		EtcdCAFile:         *etcdCA,
+		EtcdCertFile:       *etcdCert,
+		EtcdKeyFile:        *etcdKey,
+		CompactionInterval: *compaction,
+		ShutdownTimeout:    *shutdown,
+		MinRequestTimeout:  *minReqTimout,
+		Logger:             log,
+	}
+	if *compaction == 0 {
+		cfg.CompactionInterval = -1
+	}
+	if *etcdServers != "" {
+		cfg.EtcdServers = strings.Split(*etcdServers, ",")
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	srv, err := server.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := srv.WaitReady(ctx); err != nil {
+		_ = srv.Close()
+		return err
+	}
+	log.Info("crdserver is serving", "url", srv.URL(), "kubeconfig", srv.KubeconfigPath(), "startup", time.Since(start).Round(time.Millisecond))
+	<-ctx.Done()
+	log.Info("shutting down")
+	if err := srv.Close(); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,319 @@
+// Package discovery serves the API discovery documents kubectl and
+// client-go read to learn what the server offers: /api, /api/v1, /apis,
+// /apis/<group>, /apis/<group>/<version> (legacy discovery), the
+// aggregated discovery lists (apidiscovery.k8s.io/v2 and v2beta1) on /api
+// and /apis, and /version.
+//
+// Everything is computed from the registry's current Index, so a CRD shows
+// up as soon as it is Established and goes when it is deleted.
+package discovery
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/crdserver/crdserver/internal/registry"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/resource"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+// Handler serves discovery.
+type Handler struct {
+	Registry *registry.Registry
+	Version  version.Info
+}
+
+type groupVersions struct {
+	name     string
+	crd      bool
+	versions []string // priority order
+	// resources by version
+	resources map[string][]*resource.Resource
+}
+
+// groups returns the served groups in discovery order: the core group, the
+// built-in groups, then CRD groups by name. Versions are in priority order.
+func (h *Handler) groups() []*groupVersions {
+	ix := h.Registry.Index()
+	byName := map[string]*groupVersions{}
+	var order []*groupVersions
+	for _, res := range ix.Resources {
+		if !ix.Discoverable[res] {
+			continue
+		}
+		g := byName[res.Group]
+		if g == nil {
+			g = &groupVersions{name: res.Group, crd: !ix.Builtin[res], resources: map[string][]*resource.Resource{}}
+			byName[res.Group] = g
+			order = append(order, g)
+		}
+		for _, v := range res.Versions {
+			if _, ok := g.resources[v.Name]; !ok {
+				g.versions = append(g.versions, v.Name)
+			}
+			g.resources[v.Name] = append(g.resources[v.Name], res)
+		}
+	}
+	for _, g := range order {
+		registry.SortVersions(g.versions)
+		for _, rs := range g.resources {
+			sort.SliceStable(rs, func(i, j int) bool { return rs[i].Plural < rs[j].Plural })
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if a.crd != b.crd {
+			return !a.crd
+		}
+		return a.crd && a.name < b.name
+	})
+	return order
+}
+
+func (h *Handler) group(name string) *groupVersions {
+	for _, g := range h.groups() {
+		if g.name == name {
+			return g
+		}
+	}
+	return nil
+}
+
+func gv(group, v string) string {
+	if group == "" {
+		return v
+	}
+	return group + "/" + v
+}
+
+var aggregatedOffer = request.Offer{Transforms: map[request.As][]string{
+	request.AsAPIGroupDiscoveryList: {"apidiscovery.k8s.io/v2", "apidiscovery.k8s.io/v2beta1"},
+}}
+
+// ServeHTTP answers /api, /apis and the paths below them that are not
+// resources. It returns false when the path is not a discovery path.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) bool {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	switch {
+	case len(parts) == 1 && parts[0] == "api":
+		t, err := request.Negotiate(r, aggregatedOffer)
+		if err != nil {
+			request.WriteError(w, r, err)
+			return true
+		}
+		if t.As == request.AsAPIGroupDiscoveryList {
+			h.writeAggregated(w, r, t, true)
+			return true
+		}
+		request.WriteObject(w, r, http.StatusOK, t, &metav1.APIVersions{
+			TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
+			Versions:                   []string{"v1"},
+			ServerAddressByClientCIDRs: serverAddresses(r),
+		})
+		return true
+	case len(parts) == 2 && parts[0] == "api":
+		if parts[1] != "v1" {
+			return false
+		}
+		h.writeResourceList(w, r, "", "v1")
+		return true
+	case len(parts) == 1 && parts[0] == "apis":
+		t, err := request.Negotiate(r, aggregatedOffer)
+		if err != nil {
+			request.WriteError(w, r, err)
+			return true
+		}
+		if t.As == request.AsAPIGroupDiscoveryList {
+			h.writeAggregated(w, r, t, false)
+			return true
+		}
+		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
+		for _, g := range h.groups() {
+			if g.name != "" {
+				list.Groups = append(list.Groups, apiGroup(g))
+			}
+		}
+		request.WriteObject(w, r, http.StatusOK, t, list)
+		return true
+	case len(parts) == 2 && parts[0] == "apis":
+		g := h.group(parts[1])
+		if g == nil || g.name == "" {
+			return false
+		}
+		t, err := request.Negotiate(r, request.Offer{})
+		if err != nil {
+			request.WriteError(w, r, err)
+			return true
+		}
+		ag := apiGroup(g)
+		ag.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+		request.WriteObject(w, r, http.StatusOK, t, &ag)
+		return true
+	case len(parts) == 3 && parts[0] == "apis":
+		if parts[1] == "" {
+			return false
+		}
+		return h.writeResourceList(w, r, parts[1], parts[2])
+	}
+	return false
+}
+
+func apiGroup(g *groupVersions) metav1.APIGroup {
+	ag := metav1.APIGroup{Name: g.name}
+	for _, v := range g.versions {
+		ag.Versions = append(ag.Versions, metav1.GroupVersionForDiscovery{GroupVersion: gv(g.name, v), Version: v})
+	}
+	ag.PreferredVersion = ag.Versions[0]
+	return ag
+}
+
+func serverAddresses(r *http.Request) []metav1.ServerAddressByClientCIDR {
+	host := r.Host
+	if host == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		return nil
+	}
+	return []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: host}}
+}
+
+// StorageVersionHash identifies a resource's storage version, as Kubernetes
+// publishes it: the first 8 bytes of the SHA-256 of group/version/kind.
+func StorageVersionHash(group, version, kind string) string {
+	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
+	return base64.StdEncoding.EncodeToString(sum[:8])
+}
+
+func (h *Handler) writeResourceList(w http.ResponseWriter, r *http.Request, group, ver string) bool {
+	g := h.group(group)
+	if g == nil || len(g.resources[ver]) == 0 {
+		return false
+	}
+	t, err := request.Negotiate(r, request.Offer{})
+	if err != nil {
+		request.WriteError(w, r, err)
+		return true
+	}
+	list := &metav1.APIResourceList{
+		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+		GroupVersion: gv(group, ver),
+		APIResources: []metav1.APIResource{},
+	}
+	for _, res := range g.resources[ver] {
+		list.APIResources = append(list.APIResources, metav1.APIResource{
+			Name:               res.Plural,
+			SingularName:       res.Singular,
+			Namespaced:         res.Namespaced,
+			Kind:               res.Kind,
+			Verbs:              res.Verbs,
+			ShortNames:         res.ShortNames,
+			Categories:         res.Categories,
+			StorageVersionHash: StorageVersionHash(res.Group, res.StorageVersion, res.Kind),
+		})
+		for _, sub := range subresources(res, ver) {
+			list.APIResources = append(list.APIResources, metav1.APIResource{
+				Name:       res.Plural + "/" + sub.name,
+				Namespaced: res.Namespaced,
+				Kind:       res.Kind,
+				Verbs:      sub.verbs,
+			})
+		}
+	}
+	request.WriteObject(w, r, http.StatusOK, t, list)
+	return true
+}
+
+type subresource struct {
+	name  string
+	verbs []string
+}
+
+func subresources(res *resource.Resource, ver string) []subresource {
+	var out []subresource
+	v := res.Version(ver)
+	if v != nil && v.Status {
+		out = append(out, subresource{"status", []string{"get", "patch", "update"}})
+	}
+	if res.Group == "" && res.Plural == "namespaces" {
+		out = append(out, subresource{"finalize", []string{"update"}})
+	}
+	return out
+}
+
+func (h *Handler) writeAggregated(w http.ResponseWriter, r *http.Request, t request.Target, core bool) {
+	list := &apidiscoveryv2.APIGroupDiscoveryList{
+		TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: t.Group + "/" + t.Version},
+		Items:    []apidiscoveryv2.APIGroupDiscovery{},
+	}
+	for _, g := range h.groups() {
+		if (g.name == "") != core {
+			continue
+		}
+		item := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.name}}
+		for _, v := range g.versions {
+			vd := apidiscoveryv2.APIVersionDiscovery{Version: v, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent, Resources: []apidiscoveryv2.APIResourceDiscovery{}}
+			for _, res := range g.resources[v] {
+				scope := apidiscoveryv2.ScopeCluster
+				if res.Namespaced {
+					scope = apidiscoveryv2.ScopeNamespace
+				}
+				rd := apidiscoveryv2.APIResourceDiscovery{
+					Resource:         res.Plural,
+					ResponseKind:     &metav1.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind},
+					Scope:            scope,
+					SingularResource: res.Singular,
+					Verbs:            res.Verbs,
+					ShortNames:       res.ShortNames,
+					Categories:       res.Categories,
+				}
+				for _, sub := range subresources(res, v) {
+					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+						Subresource:  sub.name,
+						ResponseKind: &metav1.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind},
+						Verbs:        sub.verbs,
+					})
+				}
+				vd.Resources = append(vd.Resources, rd)
+			}
+			item.Versions = append(item.Versions, vd)
+		}
+		list.Items = append(list.Items, item)
+	}
+	body, err := json.Marshal(list)
+	if err != nil {
+		request.WriteError(w, r, err)
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:]) + `"`
+	w.Header().Set("Vary", "Accept")
+	w.Header().Set("ETag", etag)
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	request.Write(w, r, http.StatusOK, t, body)
+}
+
+// ServeVersion answers /version.
+func (h *Handler) ServeVersion(w http.ResponseWriter, r *http.Request) {
+	t, err := request.Negotiate(r, request.Offer{})
+	if err != nil {
+		request.WriteError(w, r, err)
+		return
+	}
+	request.WriteObject(w, r, http.StatusOK, t, h.Version)
+}

@@ -1,0 +1,65 @@
+package registry
+
+import (
+	"context"
+
+	"github.com/crdserver/crdserver/internal/resource"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// customResourceStrategy holds Kubernetes' rules for custom resources:
+// with a status subresource the main resource cannot write status, and the
+// generation counts changes outside metadata.
+type customResourceStrategy struct {
+	// status says which apiVersions have the status subresource.
+	status map[string]bool
+}
+
+func (s customResourceStrategy) PrepareForCreate(_ context.Context, obj *resource.Object) {
+	if s.status[obj.APIVersion()] {
+		delete(obj.Content, "status")
+	}
+	obj.Meta.Generation = 1
+}
+
+func (s customResourceStrategy) PrepareForUpdate(_ context.Context, obj, old *resource.Object) {
+	if s.status[obj.APIVersion()] {
+		if st, ok := old.Content["status"]; ok {
+			obj.Content["status"] = runtime.DeepCopyJSONValue(st)
+		} else {
+			delete(obj.Content, "status")
+		}
+	}
+	if !apiequality.Semantic.DeepEqual(obj.Content, old.Content) {
+		obj.Meta.Generation = old.Meta.Generation + 1
+	}
+}
+
+// PrepareForStatusUpdate takes only status from the request; everything
+// else stays as stored (managedFields aside).
+func (s customResourceStrategy) PrepareForStatusUpdate(_ context.Context, obj, old *resource.Object) {
+	st, ok := obj.Content["status"]
+	managed := obj.Meta.ManagedFields
+	next := old.DeepCopy()
+	next.Meta.ManagedFields = managed
+	if ok {
+		next.Content["status"] = st
+	} else {
+		delete(next.Content, "status")
+	}
+	*obj = *next
+}
+
+func (s customResourceStrategy) Validate(context.Context, *resource.Object) field.ErrorList {
+	return nil
+}
+
+func (s customResourceStrategy) ValidateUpdate(context.Context, *resource.Object, *resource.Object) field.ErrorList {
+	return nil
+}
+
+func (s customResourceStrategy) ValidateStatusUpdate(context.Context, *resource.Object, *resource.Object) field.ErrorList {
+	return nil
+}

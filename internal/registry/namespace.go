@@ -1,0 +1,228 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/store"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+const namespacePrefix = "/registry/namespaces/"
+
+// Namespaces that exist from the start and cannot be deleted, as in
+// Kubernetes.
+var (
+	systemNamespaces    = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+	undeletedNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic}
+)
+
+func namespaceResource(cache *store.Cache) *resource.Resource {
+	return &resource.Resource{
+		Group:                    "",
+		Plural:                   "namespaces",
+		Singular:                 "namespace",
+		Kind:                     "Namespace",
+		ListKind:                 "NamespaceList",
+		ShortNames:               []string{"ns"},
+		Versions:                 []*resource.Version{{Name: "v1", Status: true}},
+		StorageVersion:           "v1",
+		KeyPrefix:                namespacePrefix,
+		Cache:                    cache,
+		Strategy:                 namespaceStrategy{},
+		Converter:                resource.ApiVersionConverter{},
+		AllowUnconditionalUpdate: true,
+		StrategicMergeType:       &corev1.Namespace{},
+		Verbs:                    []string{"create", "delete", "get", "list", "patch", "update", "watch"},
+	}
+}
+
+// namespaceStrategy holds Kubernetes' rules for Namespace objects.
+type namespaceStrategy struct{}
+
+func toNamespace(obj *resource.Object) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.ToUnstructured(), ns); err != nil {
+		return nil, err
+	}
+	return ns, nil
+}
+
+func fromNamespace(ns *corev1.Namespace, obj *resource.Object) {
+	u, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(ns)
+	delete(u, "metadata")
+	obj.Content = u
+	obj.Meta = ns.ObjectMeta
+}
+
+// Normalize decodes a body through the Namespace type.
+func (namespaceStrategy) Normalize(obj *resource.Object) error {
+	ns, err := toNamespace(obj)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("Namespace in version \"v1\" cannot be handled as a Namespace: %v", err))
+	}
+	fromNamespace(ns, obj)
+	return nil
+}
+
+func edit(obj *resource.Object, f func(ns *corev1.Namespace)) {
+	ns, err := toNamespace(obj)
+	if err != nil {
+		return
+	}
+	f(ns)
+	fromNamespace(ns, obj)
+}
+
+func (namespaceStrategy) PrepareForCreate(_ context.Context, obj *resource.Object) {
+	edit(obj, func(ns *corev1.Namespace) {
+		ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
+		if !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
+			ns.Spec.Finalizers = append(ns.Spec.Finalizers, corev1.FinalizerKubernetes)
+		}
+		setNameLabel(ns)
+	})
+}
+
+func setNameLabel(ns *corev1.Namespace) {
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[corev1.LabelMetadataName] = ns.Name
+}
+
+func (namespaceStrategy) PrepareForUpdate(_ context.Context, obj, old *resource.Object) {
+	o, err := toNamespace(old)
+	if err != nil {
+		return
+	}
+	edit(obj, func(ns *corev1.Namespace) {
+		ns.Spec.Finalizers = o.Spec.Finalizers
+		ns.Status = o.Status
+		setNameLabel(ns)
+	})
+}
+
+func (namespaceStrategy) PrepareForStatusUpdate(_ context.Context, obj, old *resource.Object) {
+	o, err := toNamespace(old)
+	if err != nil {
+		return
+	}
+	edit(obj, func(ns *corev1.Namespace) {
+		ns.Spec = o.Spec
+		metav1.ResetObjectMetaForStatus(&ns.ObjectMeta, &o.ObjectMeta)
+	})
+}
+
+func (namespaceStrategy) PrepareForFinalize(_ context.Context, obj, old *resource.Object) {
+	o, err := toNamespace(old)
+	if err != nil {
+		return
+	}
+	edit(obj, func(ns *corev1.Namespace) {
+		ns.Status = o.Status
+		ns.ObjectMeta = o.ObjectMeta
+	})
+}
+
+func validateNamespace(obj *resource.Object) field.ErrorList {
+	ns, err := toNamespace(obj)
+	if err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
+	}
+	var errs field.ErrorList
+	for i, f := range ns.Spec.Finalizers {
+		errs = append(errs, validation.ValidateFinalizerName(string(f), field.NewPath("spec", "finalizers").Index(i))...)
+	}
+	return errs
+}
+
+func (namespaceStrategy) Validate(_ context.Context, obj *resource.Object) field.ErrorList {
+	return validateNamespace(obj)
+}
+
+func (namespaceStrategy) ValidateUpdate(_ context.Context, obj, _ *resource.Object) field.ErrorList {
+	return validateNamespace(obj)
+}
+
+func (namespaceStrategy) ValidateStatusUpdate(_ context.Context, obj, _ *resource.Object) field.ErrorList {
+	return validateNamespace(obj)
+}
+
+// BeforeDelete marks a namespace Terminating; the namespace controller
+// empties it and then removes it.
+func (namespaceStrategy) BeforeDelete(_ context.Context, obj *resource.Object) (bool, error) {
+	if slices.Contains(undeletedNamespaces, obj.Meta.Name) {
+		return false, apierrors.NewForbidden(corev1.Resource("namespaces"), obj.Meta.Name, errors.New("this namespace may not be deleted"))
+	}
+	ns, err := toNamespace(obj)
+	if err != nil {
+		return false, apierrors.NewInternalError(err)
+	}
+	if ns.DeletionTimestamp == nil {
+		now := metav1.Now().Rfc3339Copy()
+		zero := int64(0)
+		ns.DeletionTimestamp = &now
+		ns.DeletionGracePeriodSeconds = &zero
+		ns.Status.Phase = corev1.NamespaceTerminating
+		fromNamespace(ns, obj)
+		return true, nil
+	}
+	return len(ns.Spec.Finalizers) > 0, nil
+}
+
+// Finalized: a namespace goes once its spec.finalizers are gone too.
+func (namespaceStrategy) Finalized(obj *resource.Object) bool {
+	ns, err := toNamespace(obj)
+	return err == nil && len(ns.Spec.Finalizers) == 0
+}
+
+// namespaceChecker is Kubernetes' NamespaceLifecycle admission for creates.
+type namespaceChecker struct{ r *Registry }
+
+// NamespaceChecker returns the check that refuses creates in namespaces
+// that do not exist or are terminating.
+func (r *Registry) NamespaceChecker() resource.NamespaceChecker { return namespaceChecker{r} }
+
+func (n namespaceChecker) CheckCreate(ctx context.Context, gr schema.GroupResource, objName, name string) error {
+	res := n.r.namespaces
+	key := res.Key("", name)
+	it, _ := res.Cache.Get(key)
+	var raw []byte
+	if it != nil {
+		raw = it.Raw
+	} else {
+		// The cache may lag a namespace created a moment ago.
+		kv, _, err := n.r.store.Get(ctx, key, 0)
+		if errors.Is(err, store.ErrNotFound) {
+			return apierrors.NewNotFound(corev1.Resource("namespaces"), name)
+		}
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		raw = kv.Value
+	}
+	obj, err := resource.DecodeObject(raw)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if obj.Meta.DeletionTimestamp != nil {
+		err := apierrors.NewForbidden(gr, objName, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+			Type:    corev1.NamespaceTerminatingCause,
+			Message: fmt.Sprintf("namespace %s is being terminated", name),
+			Field:   "metadata.namespace",
+		})
+		return err
+	}
+	return nil
+}

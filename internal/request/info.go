@@ -1,0 +1,145 @@
+package request
+
+import (
+	"context"
+	"net/http"
+	"strings"
+)
+
+// Info is what a request asks for, parsed from its method and path the way
+// kube-apiserver's RequestInfoFactory parses it.
+type Info struct {
+	// IsResourceRequest is false for discovery, health, metrics and other
+	// non-resource paths.
+	IsResourceRequest bool
+	Path              string
+	// APIPrefix is "api" (core group) or "apis".
+	APIPrefix   string
+	Group       string
+	Version     string
+	Namespace   string
+	Resource    string
+	Name        string
+	Subresource string
+	// Verb is the Kubernetes verb: get, list, watch, create, update, patch,
+	// delete, deletecollection; for non-resource requests the lower-cased
+	// HTTP method.
+	Verb string
+	// Extra is true when the path has more segments than a resource path
+	// can have.
+	Extra bool
+}
+
+// namespaceSubresources are the subresources of the namespace object
+// itself, so /api/v1/namespaces/x/status is not a resource "status" in x.
+var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
+
+// Parse reads the request info of r.
+func Parse(r *http.Request) *Info {
+	info := &Info{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+	parts := splitPath(r.URL.Path)
+	if len(parts) < 2 {
+		return info
+	}
+	switch parts[0] {
+	case "api":
+		info.APIPrefix = "api"
+		info.Version = parts[1]
+		parts = parts[2:]
+	case "apis":
+		if len(parts) < 3 {
+			return info
+		}
+		info.APIPrefix = "apis"
+		info.Group = parts[1]
+		info.Version = parts[2]
+		parts = parts[3:]
+	default:
+		return info
+	}
+	if len(parts) == 0 {
+		return info
+	}
+	info.IsResourceRequest = true
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		info.Verb = "get"
+	case http.MethodPost:
+		info.Verb = "create"
+	case http.MethodPut:
+		info.Verb = "update"
+	case http.MethodPatch:
+		info.Verb = "patch"
+	case http.MethodDelete:
+		info.Verb = "delete"
+	default:
+		info.Verb = ""
+	}
+	// The deprecated /watch/ prefix.
+	if parts[0] == "watch" {
+		if info.Verb == "get" {
+			info.Verb = "watch"
+		}
+		parts = parts[1:]
+		if len(parts) == 0 {
+			info.IsResourceRequest = false
+			return info
+		}
+	}
+	if parts[0] == "namespaces" {
+		if len(parts) > 1 {
+			info.Namespace = parts[1]
+			if len(parts) > 2 && !namespaceSubresources[parts[2]] {
+				parts = parts[2:]
+			}
+		}
+	}
+	info.Resource = parts[0]
+	if len(parts) > 1 {
+		info.Name = parts[1]
+	}
+	if len(parts) > 2 {
+		info.Subresource = parts[2]
+	}
+	if len(parts) > 3 {
+		info.Extra = true
+	}
+	if info.Name == "" {
+		switch info.Verb {
+		case "get":
+			if w := r.URL.Query().Get("watch"); w == "true" || w == "1" {
+				info.Verb = "watch"
+			} else {
+				info.Verb = "list"
+			}
+		case "delete":
+			info.Verb = "deletecollection"
+		}
+	}
+	return info
+}
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+type infoKey struct{}
+
+// WithInfo returns a context that carries info.
+func WithInfo(ctx context.Context, info *Info) context.Context {
+	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// InfoFrom returns the request info of a context, or nil.
+func InfoFrom(ctx context.Context) *Info {
+	info, _ := ctx.Value(infoKey{}).(*Info)
+	return info
+}
+
+// IsLongRunning reports whether the request may stay open indefinitely
+// (watches), so that time and in-flight limits do not apply.
+func (i *Info) IsLongRunning() bool { return i.Verb == "watch" }

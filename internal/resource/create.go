@@ -1,0 +1,148 @@
+package resource
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// dryRun reads the dryRun query parameter: absent, or "All".
+func (c *call) dryRun() (bool, error) {
+	vals, ok := c.r.URL.Query()["dryRun"]
+	if !ok {
+		return false, nil
+	}
+	for _, v := range vals {
+		if v != metav1.DryRunAll {
+			return false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "",
+				field.ErrorList{field.NotSupported(field.NewPath("dryRun"), vals, []string{metav1.DryRunAll})})
+		}
+	}
+	return true, nil
+}
+
+// decodeBody reads the request body into an Object of this resource.
+func (c *call) decodeBody() (*Object, error) {
+	body, err := request.ReadBody(c.r)
+	if err != nil {
+		return nil, err
+	}
+	content, err := request.DecodeObject(body, request.MediaType(c.r), c.res.Kind)
+	if err != nil {
+		return nil, err
+	}
+	md, _ := content["metadata"].(map[string]any)
+	obj, errs := NewObject(content)
+	if len(errs) > 0 {
+		name, _ := md["name"].(string)
+		return nil, c.invalid("", name, errs)
+	}
+	if n, ok := c.res.Strategy.(Normalizer); ok {
+		if err := n.Normalize(obj); err != nil {
+			return nil, err
+		}
+	}
+	return obj, nil
+}
+
+// create answers POST to a collection.
+func (c *call) create() {
+	dry, err := c.dryRun()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	obj, err := c.decodeBody()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.checkTypeMeta(obj); err != nil {
+		c.fail(err)
+		return
+	}
+	raw, err := c.createObject(obj, dry)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.respond(http.StatusCreated, raw)
+}
+
+// createObject runs a new object through the create path and stores it.
+// It returns the stored object with its resourceVersion.
+func (c *call) createObject(obj *Object, dry bool) ([]byte, error) {
+	if obj.Meta.ResourceVersion != "" {
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	if c.res.Terminating {
+		return nil, apierrors.NewForbidden(c.res.GroupResource(), obj.Meta.Name, errors.New("create not allowed while custom resource definition is terminating"))
+	}
+	generate := obj.Meta.Name == "" && obj.Meta.GenerateName != ""
+	if generate {
+		obj.Meta.Name = generateName(obj.Meta.GenerateName)
+	}
+	if err := c.prepareCreate(c.ctx, obj); err != nil {
+		return nil, err
+	}
+	if c.res.Namespaced && c.h.Namespaces != nil {
+		if err := c.h.Namespaces.CheckCreate(c.ctx, c.res.GroupResource(), obj.Meta.Name, obj.Meta.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	data, err := c.toStorage(obj)
+	if err != nil {
+		return nil, err
+	}
+	if dry {
+		return data, nil
+	}
+	for attempt := 1; ; attempt++ {
+		key := c.res.Key(obj.Meta.Namespace, obj.Meta.Name)
+		rev, err := c.h.Store.Create(c.ctx, key, data)
+		if errors.Is(err, store.ErrExists) && generate && attempt < generateNameAttempts {
+			obj.Meta.Name = generateName(obj.Meta.GenerateName)
+			if data, err = c.toStorage(obj); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, c.storeError(err, obj.Meta.Name)
+		}
+		return jsonraw.SetResourceVersion(data, rev)
+	}
+}
+
+// toStorage encodes an object (in the request's version) in the storage
+// version, without resourceVersion.
+func (c *call) toStorage(obj *Object) ([]byte, error) {
+	data, err := obj.encodeForStorage()
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if sv := c.storageAPIVersion(); obj.APIVersion() != sv {
+		out, err := c.res.Converter.Convert(c.ctx, [][]byte{data}, sv)
+		if err != nil {
+			return nil, err
+		}
+		data = out[0]
+	}
+	if len(data) > maxObjectBytes {
+		return nil, request.NewStatusError(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
+			fmt.Sprintf("Request entity too large: limit is %d", maxObjectBytes))
+	}
+	return data, nil
+}
+
+// maxObjectBytes is the largest object stored, etcd's request limit in
+// Kubernetes (1.5 MiB).
+const maxObjectBytes = 3 * 1024 * 1024 / 2

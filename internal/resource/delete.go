@@ -1,0 +1,209 @@
+package resource
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// deleteOptions reads DeleteOptions from the query and the body.
+func (c *call) deleteOptions() (*metav1.DeleteOptions, bool, error) {
+	opts := &metav1.DeleteOptions{}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(c.r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, false, apierrors.NewBadRequest(err.Error())
+	}
+	body, err := request.ReadBody(c.r)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(body) > 0 {
+		j, err := request.ToJSON(body, request.MediaType(c.r), "DeleteOptions")
+		if err != nil {
+			return nil, false, err
+		}
+		if err := json.Unmarshal(j, opts); err != nil {
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type DeleteOptions): %v", err))
+		}
+	}
+	dry, err := c.dryRun()
+	if err != nil {
+		return nil, false, err
+	}
+	for _, v := range opts.DryRun {
+		if v != metav1.DryRunAll {
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid dryRun value %q", v))
+		}
+		dry = true
+	}
+	return opts, dry, nil
+}
+
+// delete answers DELETE of one object.
+func (c *call) delete() {
+	opts, dry, err := c.deleteOptions()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	raw, uid, deleted, err := c.deleteObject(c.info.Name, opts, dry)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if !deleted {
+		c.respond(http.StatusOK, raw)
+		return
+	}
+	c.respondDeleted(c.info.Name, uid)
+}
+
+func (c *call) respondDeleted(name string, uid types.UID) {
+	t, err := request.Negotiate(c.r, request.Offer{})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	request.WriteObject(c.w, c.r, http.StatusOK, request.Target{Format: t.Format, Pretty: t.Pretty}, &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details:  &metav1.StatusDetails{Name: name, Group: c.res.Group, Kind: c.res.Plural, UID: uid},
+	})
+}
+
+// deleteObject deletes one object, or marks it deleted while finalizers
+// (or the resource's own delete hook) keep it. It returns the object, in
+// the request's version, and whether it is gone.
+func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) ([]byte, types.UID, bool, error) {
+	key := c.res.Key(c.namespace, name)
+	kv, _, err := c.h.Store.Get(c.ctx, key, 0)
+	if err != nil {
+		return nil, "", false, c.storeError(err, name)
+	}
+	for {
+		cur, err := c.decodeStored(kv)
+		if err != nil {
+			return nil, "", false, err
+		}
+		if p := opts.Preconditions; p != nil {
+			if p.UID != nil && *p.UID != cur.Meta.UID {
+				return nil, "", false, apierrors.NewConflict(c.res.GroupResource(), name,
+					fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, cur.Meta.UID))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != cur.Meta.ResourceVersion {
+				return nil, "", false, apierrors.NewConflict(c.res.GroupResource(), name,
+					fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, cur.Meta.ResourceVersion))
+			}
+		}
+		next := cur.DeepCopy()
+		keep := false
+		if hook, ok := c.res.Strategy.(DeleteHook); ok {
+			if keep, err = hook.BeforeDelete(c.ctx, next); err != nil {
+				return nil, "", false, err
+			}
+		}
+		if !keep && len(next.Meta.Finalizers) > 0 {
+			keep = true
+			if next.Meta.DeletionTimestamp == nil {
+				now := c.h.now()
+				zero := int64(0)
+				next.Meta.DeletionTimestamp = &now
+				next.Meta.DeletionGracePeriodSeconds = &zero
+			}
+		}
+		if keep {
+			data, err := c.toStorage(next)
+			if err != nil {
+				return nil, "", false, err
+			}
+			if bytes := data; string(bytes) == string(kv.Value) || dry {
+				out, err := jsonraw.SetResourceVersion(data, kv.ModRevision)
+				return out, cur.Meta.UID, false, err
+			}
+			rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision)
+			if errors.Is(err, store.ErrConflict) {
+				kv = latest
+				continue
+			}
+			if err != nil {
+				return nil, "", false, c.storeError(err, name)
+			}
+			out, err := jsonraw.SetResourceVersion(data, rev)
+			return out, cur.Meta.UID, false, err
+		}
+		if dry {
+			return nil, cur.Meta.UID, true, nil
+		}
+		_, latest, err := c.h.Store.Delete(c.ctx, key, kv.ModRevision)
+		if errors.Is(err, store.ErrConflict) {
+			kv = latest
+			continue
+		}
+		if err != nil {
+			return nil, "", false, c.storeError(err, name)
+		}
+		return nil, cur.Meta.UID, true, nil
+	}
+}
+
+// deleteCollection answers DELETE of a collection: every object the
+// selectors match is deleted (or marked deleted), and the list of them is
+// returned.
+func (c *call) deleteCollection() {
+	lopts, err := c.listOptions()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	dopts, dry, err := c.deleteOptions()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	lopts.Limit, lopts.Continue = 0, ""
+	p, err := c.collect(lopts)
+	if err != nil {
+		c.fail(c.storeError(err, ""))
+		return
+	}
+	var out [][]byte
+	for _, raw := range p.items {
+		var m itemMeta
+		if err := json.Unmarshal(raw, &m); err != nil {
+			continue
+		}
+		dc := *c
+		dc.namespace = m.Metadata.Namespace
+		obj, _, deleted, err := dc.deleteObject(m.Metadata.Name, dopts, dry)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		if deleted {
+			obj = raw
+		}
+		out = append(out, obj)
+	}
+	items, err := c.convert(out)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	t, err := request.Negotiate(c.r, request.Offer{})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, p.rev, "", 0))
+}

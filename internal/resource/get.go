@@ -1,0 +1,63 @@
+package resource
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/crdserver/crdserver/internal/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func invalidResourceVersion(rv string, err error) error {
+	return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: resourceVersion: Invalid value: %q: %v", rv, err))
+}
+
+// get answers GET of one object: the newest (resourceVersion unset, a
+// quorum read from etcd), any (resourceVersion=0, from the cache), or one
+// not older than the given resourceVersion (from the cache once it has
+// caught up).
+func (c *call) get() {
+	rvs := c.r.URL.Query().Get("resourceVersion")
+	rv, err := ParseResourceVersion(rvs)
+	if err != nil {
+		c.fail(invalidResourceVersion(rvs, err))
+		return
+	}
+	key := c.res.Key(c.namespace, c.info.Name)
+	if rvs == "" {
+		it, err := c.read(key)
+		if err != nil {
+			c.fail(c.storeError(err, c.info.Name))
+			return
+		}
+		c.respond(http.StatusOK, it.Raw)
+		return
+	}
+	if rv > 0 {
+		if err := c.res.Cache.WaitFresh(c.ctx, rv); err != nil {
+			c.fail(c.storeError(err, c.info.Name))
+			return
+		}
+	} else if err := c.res.Cache.WaitReady(c.ctx); err != nil {
+		c.fail(c.storeError(err, c.info.Name))
+		return
+	}
+	it, _ := c.res.Cache.Get(key)
+	if it == nil {
+		c.fail(c.notFound(c.info.Name))
+		return
+	}
+	c.respond(http.StatusOK, it.Raw)
+}
+
+// read reads the newest version of one object from etcd.
+func (c *call) read(key string) (*store.Item, error) {
+	kv, _, err := c.h.Store.Get(c.ctx, key, 0)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeItem(kv.Key, kv.Value, kv.ModRevision)
+}

@@ -1,0 +1,231 @@
+package resource
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// NamespaceChecker says whether objects may be created in a namespace
+// (Kubernetes' NamespaceLifecycle admission).
+type NamespaceChecker interface {
+	CheckCreate(ctx context.Context, gr schema.GroupResource, name, namespace string) error
+}
+
+// Handler serves the REST verbs of every resource. It holds no per-resource
+// state: each request brings its Resource.
+type Handler struct {
+	Store      *store.Store
+	Namespaces NamespaceChecker
+	Log        *slog.Logger
+	// MinRequestTimeout is the shortest server-chosen watch timeout; a
+	// watch without timeoutSeconds lasts between it and twice it.
+	MinRequestTimeout time.Duration
+	// Now is the clock (tests may replace it).
+	Now func() time.Time
+	// Stopping is closed when the server shuts down: watches end.
+	Stopping <-chan struct{}
+}
+
+func (h *Handler) now() metav1.Time {
+	if h.Now != nil {
+		return metav1.NewTime(h.Now().UTC().Truncate(time.Second))
+	}
+	return metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+}
+
+// Serve answers one request for res in version ver.
+func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.Info, res *Resource, ver *Version) {
+	if info.Extra {
+		request.WriteError(w, r, request.NotFound())
+		return
+	}
+	// A namespaced resource is addressed in a namespace, except for lists
+	// and watches across all of them; a cluster-scoped one never is.
+	if res.Namespaced && info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
+		request.WriteError(w, r, request.NotFound())
+		return
+	}
+	if !res.Namespaced && info.Namespace != "" && !(res.Group == "" && res.Plural == "namespaces") {
+		request.WriteError(w, r, request.NotFound())
+		return
+	}
+	rc := &call{h: h, w: w, r: r, info: info, res: res, ver: ver, ctx: r.Context()}
+	if !res.Namespaced {
+		rc.namespace = ""
+	} else {
+		rc.namespace = info.Namespace
+	}
+	switch info.Subresource {
+	case "":
+		switch info.Verb {
+		case "get":
+			rc.get()
+		case "list":
+			rc.list()
+		case "watch":
+			rc.watch()
+		case "create":
+			if info.Name != "" {
+				rc.fail(request.MethodNotAllowed("create", res.GroupResource()))
+				return
+			}
+			rc.create()
+		case "update":
+			rc.update("")
+		case "patch":
+			rc.patch("")
+		case "delete":
+			rc.delete()
+		case "deletecollection":
+			rc.deleteCollection()
+		default:
+			rc.fail(request.MethodNotAllowed(info.Verb, res.GroupResource()))
+		}
+	case "status":
+		if !ver.Status {
+			rc.fail(request.NotFound())
+			return
+		}
+		switch info.Verb {
+		case "get":
+			rc.get()
+		case "update":
+			rc.update("status")
+		case "patch":
+			rc.patch("status")
+		default:
+			rc.fail(request.MethodNotAllowed(info.Verb, res.GroupResource()))
+		}
+	case "finalize":
+		if _, ok := res.Strategy.(FinalizeStrategy); !ok {
+			rc.fail(request.NotFound())
+			return
+		}
+		if info.Verb != "update" {
+			rc.fail(request.MethodNotAllowed(info.Verb, res.GroupResource()))
+			return
+		}
+		rc.update("finalize")
+	default:
+		rc.fail(request.NotFound())
+	}
+}
+
+// call is one request in progress.
+type call struct {
+	h         *Handler
+	w         http.ResponseWriter
+	r         *http.Request
+	ctx       context.Context
+	info      *request.Info
+	res       *Resource
+	ver       *Version
+	namespace string
+}
+
+func (c *call) fail(err error) { request.WriteError(c.w, c.r, err) }
+
+func (c *call) apiVersion() string { return c.res.APIVersion(c.ver.Name) }
+
+func (c *call) storageAPIVersion() string { return c.res.APIVersion(c.res.StorageVersion) }
+
+// Errors named for this resource, worded as Kubernetes words them.
+
+func (c *call) notFound(name string) error { return apierrors.NewNotFound(c.res.GroupResource(), name) }
+
+func (c *call) conflict(name string) error {
+	return apierrors.NewConflict(c.res.GroupResource(), name, errors.New(conflictMessage))
+}
+
+const conflictMessage = "the object has been modified; please apply your changes to the latest version and try again"
+
+func (c *call) invalid(kind, name string, errs field.ErrorList) error {
+	if kind == "" {
+		kind = c.res.Kind
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Group: c.res.Group, Kind: kind}, name, errs)
+}
+
+// storeError turns a store error into the Status a client gets.
+func (c *call) storeError(err error, name string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return c.notFound(name)
+	case errors.Is(err, store.ErrExists):
+		return apierrors.NewAlreadyExists(c.res.GroupResource(), name)
+	case errors.Is(err, store.ErrConflict):
+		return c.conflict(name)
+	case errors.Is(err, store.ErrCompacted):
+		return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+	case errors.Is(err, store.ErrFutureRevision):
+		return tooLarge(0, 0)
+	}
+	var tl *store.TooLargeError
+	if errors.As(err, &tl) {
+		return tooLarge(tl.Requested, tl.Current)
+	}
+	var to *store.TooOldError
+	if errors.As(err, &to) {
+		return apierrors.NewResourceExpired(to.Error())
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return apierrors.NewTimeoutError("request did not complete within the allowed duration", 0)
+	}
+	return apierrors.NewInternalError(err)
+}
+
+func tooLarge(requested, current int64) error {
+	err := apierrors.NewTimeoutError("Too large resource version: "+itoa(requested)+", current: "+itoa(current), 1)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return err
+}
+
+// respond converts a stored object to the request's version and sends it.
+func (c *call) respond(code int, raw []byte) {
+	t, err := request.Negotiate(c.r, request.Offer{})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	out, err := c.convert([][]byte{raw})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	request.Write(c.w, c.r, code, t, out[0])
+}
+
+// convert converts stored objects to the request's version.
+func (c *call) convert(objs [][]byte) ([][]byte, error) {
+	if len(objs) == 0 {
+		return objs, nil
+	}
+	out, err := c.res.Converter.Convert(c.ctx, objs, c.apiVersion())
+	if err != nil {
+		var se apierrors.APIStatus
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		return nil, apierrors.NewInternalError(err)
+	}
+	return out, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

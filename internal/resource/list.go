@@ -1,0 +1,315 @@
+package resource
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// listOptions parses and validates the query of a list, watch or
+// deletecollection, with Kubernetes' own codec and rules.
+func (c *call) listOptions() (*metainternalversion.ListOptions, error) {
+	opts := &metainternalversion.ListOptions{}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(c.r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if c.info.Verb == "watch" {
+		opts.Watch = true
+	}
+	if errs := metainternalversionvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	if _, err := ParseResourceVersion(opts.ResourceVersion); err != nil {
+		return nil, invalidResourceVersion(opts.ResourceVersion, err)
+	}
+	if opts.FieldSelector != nil {
+		for _, req := range opts.FieldSelector.Requirements() {
+			if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+			}
+		}
+	}
+	return opts, nil
+}
+
+// filter returns the item filter of label and field selectors, or nil.
+func filter(opts *metainternalversion.ListOptions) func(*store.Item) bool {
+	ls, fs := opts.LabelSelector, opts.FieldSelector
+	if ls != nil && ls.Empty() {
+		ls = nil
+	}
+	if fs != nil && fs.Empty() {
+		fs = nil
+	}
+	if ls == nil && fs == nil {
+		return nil
+	}
+	return func(it *store.Item) bool {
+		if ls != nil && !ls.Matches(labels.Set(it.Labels)) {
+			return false
+		}
+		if fs != nil && !fs.Matches(itemFields(it)) {
+			return false
+		}
+		return true
+	}
+}
+
+type itemFieldSet struct{ it *store.Item }
+
+func (f itemFieldSet) Has(field string) bool { _, ok := f.lookup(field); return ok }
+func (f itemFieldSet) Get(field string) string {
+	v, _ := f.lookup(field)
+	return v
+}
+func (f itemFieldSet) lookup(field string) (string, bool) {
+	switch field {
+	case "metadata.name":
+		return f.it.Name, true
+	case "metadata.namespace":
+		return f.it.Namespace, true
+	}
+	v, ok := f.it.Fields[field]
+	return v, ok
+}
+
+func itemFields(it *store.Item) fields.Fields { return itemFieldSet{it} }
+
+// continueToken is the opaque token of a paginated list, in Kubernetes'
+// shape: the revision of the first page and the key to continue from,
+// relative to the resource's key prefix.
+type continueToken struct {
+	APIVersion      string `json:"v"`
+	ResourceVersion int64  `json:"rv"`
+	StartKey        string `json:"start"`
+}
+
+func encodeContinue(key, prefix string, rev int64) string {
+	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rev, StartKey: strings.TrimPrefix(key, prefix)})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeContinue(token, prefix string) (string, int64, error) {
+	data, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: %v", errBadContinue, err)
+	}
+	var t continueToken
+	if err := json.Unmarshal(data, &t); err != nil {
+		return "", 0, fmt.Errorf("%w: continue key is not valid: %v", errBadContinue, err)
+	}
+	if t.APIVersion != "meta.k8s.io/v1" {
+		return "", 0, fmt.Errorf("%w: continue key is not valid: server does not recognize this encoded version %q", errBadContinue, t.APIVersion)
+	}
+	if t.ResourceVersion <= 0 || t.StartKey == "" || strings.Contains(t.StartKey, "/../") || strings.HasPrefix(t.StartKey, "../") || strings.HasPrefix(t.StartKey, "/") {
+		return "", 0, fmt.Errorf("%w: continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)", errBadContinue)
+	}
+	return prefix + t.StartKey, t.ResourceVersion, nil
+}
+
+var errBadContinue = errors.New("invalid continue token")
+
+// page is a list result before encoding.
+type page struct {
+	items     [][]byte
+	rev       int64
+	next      string // key to continue from
+	remaining int64  // -1: unknown
+}
+
+// collect reads the list the options ask for. The decision follows the
+// resourceVersion table of Kubernetes' API concepts: continue tokens and
+// exact reads go to etcd at the requested revision, everything else is
+// served from the watch cache once it is fresh enough.
+func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
+	res := c.res
+	lo := res.KeyPrefix
+	if c.namespace != "" {
+		lo = res.KeyPrefix + c.namespace + "/"
+	}
+	hi := store.PrefixEnd(lo)
+	keep := filter(opts)
+	selectors := keep != nil
+	rv, _ := ParseResourceVersion(opts.ResourceVersion)
+
+	switch {
+	case opts.Continue != "":
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return nil, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		start, crev, err := decodeContinue(opts.Continue, res.KeyPrefix)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if start < lo || start >= hi {
+			return nil, apierrors.NewBadRequest("invalid continue token: continue key is not valid: key is outside the listed range")
+		}
+		p, err := c.collectFromStore(start, hi, crev, opts.Limit, keep)
+		if errors.Is(err, store.ErrCompacted) {
+			return nil, expiredContinue()
+		}
+		return p, err
+	case rv > 0 && (opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
+		(opts.ResourceVersionMatch == "" && opts.Limit > 0)):
+		p, err := c.collectFromStore(lo, hi, rv, opts.Limit, keep)
+		if errors.Is(err, store.ErrCompacted) {
+			return nil, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+		}
+		return p, err
+	}
+
+	cache := res.Cache
+	switch {
+	case opts.ResourceVersion == "":
+		cur, err := c.h.Store.CurrentRevision(c.ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := cache.WaitFresh(c.ctx, cur); err != nil {
+			// The cache lags: read etcd directly.
+			return c.collectFromStore(lo, hi, 0, opts.Limit, keep)
+		}
+	case rv == 0:
+		if err := cache.WaitReady(c.ctx); err != nil {
+			return nil, err
+		}
+	default:
+		if err := cache.WaitFresh(c.ctx, rv); err != nil {
+			return nil, err
+		}
+	}
+	l := cache.List(store.ListOptions{Namespace: c.namespace, Limit: int(opts.Limit), Filter: keep})
+	p := &page{rev: l.Rev, next: l.Next, remaining: l.Remaining, items: make([][]byte, len(l.Items))}
+	for i, it := range l.Items {
+		p.items[i] = it.Raw
+	}
+	if selectors {
+		p.remaining = -1
+	}
+	return p, nil
+}
+
+func expiredContinue() error {
+	return apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+}
+
+// collectFromStore reads a page from etcd at rev (0: newest), reading on
+// until limit items pass the filter or the range ends.
+func (c *call) collectFromStore(start, end string, rev, limit int64, keep func(*store.Item) bool) (*page, error) {
+	p := &page{remaining: -1}
+	batch := limit
+	if keep != nil && batch > 0 && batch < 500 {
+		batch = 500
+	}
+	for {
+		l, err := c.h.Store.List(c.ctx, start, end, rev, batch)
+		if err != nil {
+			return nil, err
+		}
+		rev = l.Revision
+		p.rev = rev
+		for i, kv := range l.KVs {
+			it, err := DecodeItem(kv.Key, kv.Value, kv.ModRevision)
+			if err != nil {
+				return nil, apierrors.NewInternalError(fmt.Errorf("stored object %s: %w", kv.Key, err))
+			}
+			if keep != nil && !keep(it) {
+				continue
+			}
+			p.items = append(p.items, it.Raw)
+			if limit > 0 && int64(len(p.items)) >= limit {
+				if i < len(l.KVs)-1 || l.More {
+					p.next = kv.Key + "\x00"
+					if keep == nil {
+						p.remaining = l.Remaining + int64(len(l.KVs)-1-i)
+					}
+				}
+				return p, nil
+			}
+		}
+		if !l.More || len(l.KVs) == 0 {
+			return p, nil
+		}
+		start = l.KVs[len(l.KVs)-1].Key + "\x00"
+	}
+}
+
+// list answers GET of a collection.
+func (c *call) list() {
+	opts, err := c.listOptions()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	t, err := request.Negotiate(c.r, request.Offer{})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	p, err := c.collect(opts)
+	if err != nil {
+		c.fail(c.storeError(err, ""))
+		return
+	}
+	items, err := c.convert(p.items)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	cont := ""
+	if p.next != "" {
+		cont = encodeContinue(p.next, c.res.KeyPrefix, p.rev)
+	}
+	request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, p.rev, cont, p.remaining))
+}
+
+// encodeList writes a list object around already encoded items.
+func (c *call) encodeList(items [][]byte, rev int64, cont string, remaining int64) []byte {
+	size := 200
+	for _, it := range items {
+		size += len(it) + 1
+	}
+	var b bytes.Buffer
+	b.Grow(size)
+	b.WriteString(`{"apiVersion":`)
+	writeJSONString(&b, c.apiVersion())
+	b.WriteString(`,"items":[`)
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(it)
+	}
+	b.WriteString(`],"kind":`)
+	writeJSONString(&b, c.res.ListKind)
+	b.WriteString(`,"metadata":{"continue":`)
+	writeJSONString(&b, cont)
+	if cont != "" && remaining > 0 {
+		b.WriteString(`,"remainingItemCount":`)
+		b.WriteString(itoa(remaining))
+	}
+	b.WriteString(`,"resourceVersion":"`)
+	b.WriteString(itoa(rev))
+	b.WriteString(`"}}`)
+	return b.Bytes()
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	q, _ := json.Marshal(s)
+	b.Write(q)
+}

@@ -1,0 +1,136 @@
+package resource
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/store"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Object is an object on the write path: its metadata typed, everything
+// else as decoded JSON (integers as int64).
+type Object struct {
+	// Content holds every top-level field but metadata.
+	Content map[string]any
+	Meta    metav1.ObjectMeta
+}
+
+// NewObject splits decoded JSON into an Object. Metadata that does not
+// have ObjectMeta's shape is a field error on "metadata".
+func NewObject(content map[string]any) (*Object, field.ErrorList) {
+	o := &Object{Content: content}
+	raw, ok := content["metadata"]
+	delete(content, "metadata")
+	if !ok || raw == nil {
+		return o, nil
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, field.ErrorList{field.Invalid(field.NewPath("metadata"), raw, fmt.Sprintf("expected map[string]interface{}, got %T", raw))}
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &o.Meta); err != nil {
+		return nil, field.ErrorList{field.Invalid(field.NewPath("metadata"), raw, err.Error())}
+	}
+	return o, nil
+}
+
+// DecodeObject decodes stored or encoded JSON into an Object.
+func DecodeObject(data []byte) (*Object, error) {
+	var content map[string]any
+	if err := utiljson.Unmarshal(data, &content); err != nil {
+		return nil, err
+	}
+	o, errs := NewObject(content)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return o, nil
+}
+
+// APIVersion returns the object's apiVersion.
+func (o *Object) APIVersion() string { s, _ := o.Content["apiVersion"].(string); return s }
+
+// Kind returns the object's kind.
+func (o *Object) Kind() string { s, _ := o.Content["kind"].(string); return s }
+
+// SetAPIVersion sets the object's apiVersion.
+func (o *Object) SetAPIVersion(v string) { o.Content["apiVersion"] = v }
+
+// Encode returns the object as JSON.
+func (o *Object) Encode() ([]byte, error) {
+	m := maps.Clone(o.Content)
+	m["metadata"] = &o.Meta
+	return json.Marshal(m)
+}
+
+// encodeForStorage encodes the object without its resourceVersion, which
+// etcd's revision replaces.
+func (o *Object) encodeForStorage() ([]byte, error) {
+	rv := o.Meta.ResourceVersion
+	o.Meta.ResourceVersion = ""
+	b, err := o.Encode()
+	o.Meta.ResourceVersion = rv
+	return b, err
+}
+
+// DeepCopy returns an independent copy.
+func (o *Object) DeepCopy() *Object {
+	return &Object{Content: runtime.DeepCopyJSON(o.Content), Meta: *o.Meta.DeepCopy()}
+}
+
+// ToUnstructured returns the whole object as a JSON-like map.
+func (o *Object) ToUnstructured() map[string]any {
+	m := maps.Clone(o.Content)
+	md, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.Meta)
+	m["metadata"] = md
+	return m
+}
+
+// ParseResourceVersion parses a resourceVersion; "" is 0.
+func ParseResourceVersion(rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return int64(n), nil
+}
+
+// itemMeta is the part of an object the cache indexes.
+type itemMeta struct {
+	Metadata struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+}
+
+// DecodeItem turns a stored value into a cache Item: the JSON with its
+// resourceVersion set, and the metadata selectors need.
+func DecodeItem(key string, value []byte, rev int64) (*store.Item, error) {
+	var m itemMeta
+	if err := json.Unmarshal(value, &m); err != nil {
+		return nil, err
+	}
+	raw, err := jsonraw.SetResourceVersion(value, rev)
+	if err != nil {
+		return nil, err
+	}
+	return &store.Item{
+		Key:       key,
+		Namespace: m.Metadata.Namespace,
+		Name:      m.Metadata.Name,
+		Labels:    m.Metadata.Labels,
+		Rev:       rev,
+		Raw:       raw,
+	}, nil
+}

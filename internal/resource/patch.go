@@ -1,0 +1,106 @@
+package resource
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/crdserver/crdserver/internal/request"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// maxJSONPatchOperations bounds a JSON patch, as in Kubernetes.
+const maxJSONPatchOperations = 10000
+
+// patch answers PATCH of an object or of its status: JSON patch (RFC
+// 6902), merge patch (RFC 7386) and, for built-in types, strategic merge
+// patch, applied to the newest object in the request's version.
+func (c *call) patch(sub string) {
+	dry, err := c.dryRun()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	mt := request.MediaType(c.r)
+	accepted := request.JSONPatch + ", " + request.MergePatch + ", " + request.ApplyPatch
+	if c.res.StrategicMergeType != nil {
+		accepted = request.JSONPatch + ", " + request.MergePatch + ", " + request.StrategicMergePatch + ", " + request.ApplyPatch
+	}
+	switch {
+	case mt == request.JSONPatch, mt == request.MergePatch:
+	case mt == request.StrategicMergePatch && c.res.StrategicMergeType != nil:
+	default:
+		c.fail(request.UnsupportedMediaType(accepted))
+		return
+	}
+	body, err := request.ReadBody(c.r)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	var apply func(doc []byte) ([]byte, error)
+	switch mt {
+	case request.JSONPatch:
+		ops, err := jsonpatch.DecodePatch(body)
+		if err != nil {
+			c.fail(apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		if len(ops) > maxJSONPatchOperations {
+			c.fail(apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops))))
+			return
+		}
+		apply = func(doc []byte) ([]byte, error) {
+			out, err := ops.Apply(doc)
+			if err != nil {
+				return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+			}
+			return out, nil
+		}
+	case request.MergePatch:
+		apply = func(doc []byte) ([]byte, error) {
+			out, err := jsonpatch.MergePatch(doc, body)
+			if err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			return out, nil
+		}
+	case request.StrategicMergePatch:
+		apply = func(doc []byte) ([]byte, error) {
+			out, err := strategicpatch.StrategicMergePatch(doc, body, c.res.StrategicMergeType)
+			if err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			return out, nil
+		}
+	}
+	raw, err := c.guaranteedUpdate(c.info.Name, sub, dry, func(cur *Object) (*Object, error) {
+		doc, err := cur.Encode()
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		patched, err := apply(doc)
+		if err != nil {
+			return nil, err
+		}
+		next, err := request.DecodeObject(patched, "application/json", c.res.Kind)
+		if err != nil {
+			return nil, err
+		}
+		obj, errs := NewObject(next)
+		if len(errs) > 0 {
+			return nil, c.invalid("", c.info.Name, errs)
+		}
+		if err := c.checkTypeMeta(obj); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.respond(http.StatusOK, raw)
+}

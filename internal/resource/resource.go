@@ -1,0 +1,191 @@
+package resource
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/store"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Resource is everything the engine needs to serve one resource in all its
+// served versions. A Resource is immutable once published: a change (a CRD
+// edit) publishes a new Resource that shares the old one's Cache, so
+// requests in flight finish on the old definition and watches go on.
+type Resource struct {
+	Group      string
+	Plural     string
+	Singular   string
+	Kind       string
+	ListKind   string
+	ShortNames []string
+	Categories []string
+	Namespaced bool
+	// Versions are the served versions, highest priority first.
+	Versions []*Version
+	// StorageVersion is the version objects are written in.
+	StorageVersion string
+	// KeyPrefix is where the objects live in etcd, ending in "/".
+	KeyPrefix string
+	// Cache mirrors KeyPrefix.
+	Cache *store.Cache
+	// Strategy holds the rules of this kind of object.
+	Strategy Strategy
+	// Converter converts objects between versions.
+	Converter Converter
+	// AllowUnconditionalUpdate lets a PUT without resourceVersion through
+	// (true for namespaces; custom resources and CRDs require one).
+	AllowUnconditionalUpdate bool
+	// StrategicMergeType, when set, is the Go type that strategic merge
+	// patches of this resource are computed against (built-in types only).
+	StrategicMergeType any
+	// Terminating is set while the resource's CRD is being deleted: new
+	// objects cannot be created.
+	Terminating bool
+	// ShortNamesFor, Verbs: discovery.
+	Verbs []string
+}
+
+// Version is one served version of a resource.
+type Version struct {
+	Name string
+	// Status enables the status subresource.
+	Status bool
+}
+
+// GroupResource names the resource.
+func (r *Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.Group, Resource: r.Plural}
+}
+
+// GroupVersion returns group/version of version v (or v alone in the core
+// group).
+func (r *Resource) APIVersion(v string) string {
+	if r.Group == "" {
+		return v
+	}
+	return r.Group + "/" + v
+}
+
+// Version returns the served version named v.
+func (r *Resource) Version(v string) *Version {
+	for _, ver := range r.Versions {
+		if ver.Name == v {
+			return ver
+		}
+	}
+	return nil
+}
+
+// Key is the etcd key of an object.
+func (r *Resource) Key(namespace, name string) string {
+	if r.Namespaced {
+		return r.KeyPrefix + namespace + "/" + name
+	}
+	return r.KeyPrefix + name
+}
+
+// DefaultVerbs are the verbs of a resource with every operation.
+var DefaultVerbs = []string{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
+
+// Strategy holds the rules of one kind of object. The engine handles
+// metadata (names, uid, timestamps, resourceVersion, generation on create)
+// before calling it.
+type Strategy interface {
+	// PrepareForCreate clears what a client may not set on create.
+	PrepareForCreate(ctx context.Context, obj *Object)
+	// PrepareForUpdate keeps what a client may not change on update and
+	// sets the generation.
+	PrepareForUpdate(ctx context.Context, obj, old *Object)
+	// Validate checks a new object.
+	Validate(ctx context.Context, obj *Object) field.ErrorList
+	// ValidateUpdate checks an updated object against the old one.
+	ValidateUpdate(ctx context.Context, obj, old *Object) field.ErrorList
+}
+
+// StatusStrategy holds the rules of the status subresource.
+type StatusStrategy interface {
+	PrepareForStatusUpdate(ctx context.Context, obj, old *Object)
+	ValidateStatusUpdate(ctx context.Context, obj, old *Object) field.ErrorList
+}
+
+// DeleteHook lets a resource turn a delete into an update (a CRD or a
+// namespace is first marked terminating, then cleaned up by a
+// controller). BeforeDelete changes obj and returns true when obj must be
+// written instead of deleted, or an error to refuse the delete.
+type DeleteHook interface {
+	BeforeDelete(ctx context.Context, obj *Object) (bool, error)
+}
+
+// Finalizer lets a resource keep an object whose metadata finalizers are
+// gone after deletion was requested (a namespace waits for its
+// spec.finalizers too).
+type Finalizer interface {
+	Finalized(obj *Object) bool
+}
+
+// FinalizeStrategy holds the rules of a namespace's finalize subresource.
+type FinalizeStrategy interface {
+	PrepareForFinalize(ctx context.Context, obj, old *Object)
+}
+
+// Normalizer lets a built-in type check and normalize a decoded request
+// body through its Go type (dropping unknown fields, applying defaults).
+// Its errors reach the client as they are.
+type Normalizer interface {
+	Normalize(obj *Object) error
+}
+
+// Converter converts objects between the versions of a resource.
+type Converter interface {
+	// Convert converts encoded objects (all of one resource) to version.
+	// It may return the input slices when nothing changes.
+	Convert(ctx context.Context, objs [][]byte, toAPIVersion string) ([][]byte, error)
+}
+
+// ApiVersionConverter converts between versions whose schemas are the
+// same by changing apiVersion only (the None strategy).
+type ApiVersionConverter struct{}
+
+// Convert implements Converter.
+func (ApiVersionConverter) Convert(_ context.Context, objs [][]byte, to string) ([][]byte, error) {
+	out := objs
+	copied := false
+	for i, o := range objs {
+		cur, _, err := jsonraw.String(o, "apiVersion")
+		if err != nil {
+			return nil, err
+		}
+		if cur == to {
+			continue
+		}
+		if !copied {
+			out = append([][]byte(nil), objs...)
+			copied = true
+		}
+		if out[i], err = jsonraw.SetString(o, "apiVersion", to); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (r *Resource) String() string {
+	if r.Group == "" {
+		return r.Plural
+	}
+	return fmt.Sprintf("%s.%s", r.Plural, r.Group)
+}
+
+// keyNamespaceName splits a key into namespace and name.
+func (r *Resource) keyNamespaceName(key string) (string, string) {
+	rest := strings.TrimPrefix(key, r.KeyPrefix)
+	if !r.Namespaced {
+		return "", rest
+	}
+	ns, name, _ := strings.Cut(rest, "/")
+	return ns, name
+}

@@ -1,0 +1,144 @@
+package resource
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// finalized reports whether an object whose deletion was requested may go.
+func (c *call) finalized(obj *Object) bool {
+	if obj.Meta.DeletionTimestamp == nil || len(obj.Meta.Finalizers) > 0 {
+		return false
+	}
+	if f, ok := c.res.Strategy.(Finalizer); ok {
+		return f.Finalized(obj)
+	}
+	return true
+}
+
+// update answers PUT of an object or of its status or finalize
+// subresource.
+func (c *call) update(sub string) {
+	dry, err := c.dryRun()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	obj, err := c.decodeBody()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.checkTypeMeta(obj); err != nil {
+		c.fail(err)
+		return
+	}
+	name := c.info.Name
+	if obj.Meta.Name == "" {
+		obj.Meta.Name = name
+	}
+	if obj.Meta.Name != name {
+		c.fail(apierrors.NewBadRequest("the name of the object (" + obj.Meta.Name + ") does not match the name on the URL (" + name + ")"))
+		return
+	}
+	if obj.Meta.ResourceVersion == "" && !c.res.AllowUnconditionalUpdate {
+		gk := schema.GroupKind{Group: c.res.Group, Kind: c.res.Plural}
+		c.fail(apierrors.NewInvalid(gk, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")}))
+		return
+	}
+	raw, err := c.guaranteedUpdate(name, sub, dry, func(cur *Object) (*Object, error) {
+		next := obj.DeepCopy()
+		if next.Meta.ResourceVersion == "" {
+			next.Meta.ResourceVersion = cur.Meta.ResourceVersion
+		}
+		return next, nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.respond(http.StatusOK, raw)
+}
+
+// guaranteedUpdate reads the newest object, lets fn compute its new state
+// (in the request's version), runs the update path and writes it if the
+// object has not changed meanwhile; otherwise it starts over. An object
+// whose resourceVersion fn leaves different from the stored one is a 409.
+// A write that changes nothing stores nothing. It returns the stored
+// object with its resourceVersion.
+func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object) (*Object, error)) ([]byte, error) {
+	key := c.res.Key(c.namespace, name)
+	kv, _, err := c.h.Store.Get(c.ctx, key, 0)
+	if err != nil {
+		return nil, c.storeError(err, name)
+	}
+	for {
+		cur, err := c.decodeStored(kv)
+		if err != nil {
+			return nil, err
+		}
+		next, err := fn(cur.DeepCopy())
+		if err != nil {
+			return nil, err
+		}
+		if next.Meta.ResourceVersion != cur.Meta.ResourceVersion {
+			if _, perr := ParseResourceVersion(next.Meta.ResourceVersion); perr != nil {
+				return nil, c.invalid(next.Kind(), name, field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), next.Meta.ResourceVersion, "must be a valid resourceVersion")})
+			}
+			return nil, c.conflict(name)
+		}
+		if err := c.prepareUpdate(c.ctx, next, cur, sub); err != nil {
+			return nil, err
+		}
+		data, err := c.toStorage(next)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Equal(data, kv.Value) {
+			return jsonraw.SetResourceVersion(data, kv.ModRevision)
+		}
+		if dry {
+			return jsonraw.SetResourceVersion(data, kv.ModRevision)
+		}
+		rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision)
+		if errors.Is(err, store.ErrConflict) {
+			kv = latest
+			continue
+		}
+		if err != nil {
+			return nil, c.storeError(err, name)
+		}
+		if c.finalized(next) {
+			// The last finalizer is gone: the object goes.
+			if _, _, err := c.h.Store.Delete(c.ctx, key, rev); err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+				return nil, c.storeError(err, name)
+			}
+		}
+		return jsonraw.SetResourceVersion(data, rev)
+	}
+}
+
+// decodeStored decodes a stored object, in the request's version, with its
+// resourceVersion.
+func (c *call) decodeStored(kv *store.KV) (*Object, error) {
+	raw, err := jsonraw.SetResourceVersion(kv.Value, kv.ModRevision)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	out, err := c.convert([][]byte{raw})
+	if err != nil {
+		return nil, err
+	}
+	obj, err := DecodeObject(out[0])
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return obj, nil
+}

@@ -1,0 +1,237 @@
+package resource
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+// InitialEventsEndAnnotation marks the bookmark that ends the initial
+// events of a streaming list (sendInitialEvents=true).
+const InitialEventsEndAnnotation = "k8s.io/initial-events-end"
+
+// watch streams the changes of a collection (or of one object, with a
+// metadata.name field selector) from the watch cache.
+func (c *call) watch() {
+	opts, err := c.listOptions()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if _, err := request.Negotiate(c.r, request.Offer{NoYAML: true}); err != nil {
+		c.fail(err)
+		return
+	}
+	if c.info.Name != "" {
+		// GET .../watch/<resource>/<name>: the deprecated single-object watch.
+		byName := fields.OneTermEqualSelector("metadata.name", c.info.Name)
+		if opts.FieldSelector != nil {
+			byName = fields.AndSelectors(opts.FieldSelector, byName)
+		}
+		opts.FieldSelector = byName
+	}
+	timeout := c.h.MinRequestTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Minute
+	}
+	timeout += time.Duration(rand.Int64N(int64(timeout)))
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+
+	cache := c.res.Cache
+	rv, _ := ParseResourceVersion(opts.ResourceVersion)
+	wo := store.WatchOptions{Namespace: c.namespace, Filter: filter(opts), Bookmarks: opts.AllowWatchBookmarks}
+	initialEnd := false
+	switch {
+	case opts.SendInitialEvents != nil:
+		// A streaming list (or a watch from "now" when false): the state must
+		// be at least as new as a consistent read or the given version.
+		want := rv
+		if opts.ResourceVersion == "" {
+			if want, err = c.h.Store.CurrentRevision(c.ctx); err != nil {
+				c.fail(c.storeError(err, ""))
+				return
+			}
+		}
+		if err := cache.WaitFresh(c.ctx, want); err != nil {
+			c.fail(c.storeError(err, ""))
+			return
+		}
+		if *opts.SendInitialEvents {
+			wo.FromState = true
+			initialEnd = opts.AllowWatchBookmarks
+		} else {
+			wo.Rev = cache.Revision()
+		}
+	case opts.ResourceVersion == "":
+		cur, err := c.h.Store.CurrentRevision(c.ctx)
+		if err != nil {
+			c.fail(c.storeError(err, ""))
+			return
+		}
+		if err := cache.WaitFresh(c.ctx, cur); err != nil {
+			c.fail(c.storeError(err, ""))
+			return
+		}
+		wo.FromState = true
+	case rv == 0:
+		wo.FromState = true
+	default:
+		wo.Rev = rv
+	}
+
+	w, initial, replay, startRev, err := cache.Watch(c.ctx, wo)
+	var tooOld *store.TooOldError
+	var tooLarge *store.TooLargeError
+	if err != nil && !errors.As(err, &tooOld) && !errors.As(err, &tooLarge) {
+		c.fail(c.storeError(err, ""))
+		return
+	}
+	if w != nil {
+		defer w.Stop()
+	}
+
+	flusher, _ := c.w.(http.Flusher)
+	h := c.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-cache, private")
+	c.w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	var buf bytes.Buffer
+	send := func() bool {
+		_, err := c.w.Write(buf.Bytes())
+		buf.Reset()
+		if err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	if err != nil {
+		// History is gone, or the version is not reached yet: one ERROR
+		// event, as the watch cache sends it, then the end of the stream.
+		st := request.Status(c.storeError(err, ""))
+		st.Kind, st.APIVersion = "Status", "v1"
+		writeEvent(&buf, "ERROR", mustJSON(st))
+		send()
+		return
+	}
+
+	// Initial state (synthetic ADDED) or replayed history, converted in
+	// batches.
+	if len(initial) > 0 {
+		const batch = 500
+		for i := 0; i < len(initial); i += batch {
+			j := min(i+batch, len(initial))
+			raws := make([][]byte, 0, j-i)
+			for _, it := range initial[i:j] {
+				raws = append(raws, it.Raw)
+			}
+			out, err := c.convert(raws)
+			if err != nil {
+				c.sendError(&buf, err)
+				send()
+				return
+			}
+			for _, o := range out {
+				writeEvent(&buf, string(store.Added), o)
+			}
+			if !send() {
+				return
+			}
+		}
+	}
+	if initialEnd {
+		writeEvent(&buf, string(store.Bookmark), c.bookmarkObject(startRev, true))
+		if !send() {
+			return
+		}
+	}
+	emit := func(ev store.Event) bool {
+		if ev.Type == store.Bookmark {
+			if !opts.AllowWatchBookmarks {
+				return true
+			}
+			writeEvent(&buf, string(store.Bookmark), c.bookmarkObject(ev.Rev, false))
+			return send()
+		}
+		out, err := c.convert([][]byte{ev.Item.Raw})
+		if err != nil {
+			c.sendError(&buf, err)
+			send()
+			return false
+		}
+		writeEvent(&buf, string(ev.Type), out[0])
+		return send()
+	}
+	for _, ev := range replay {
+		if !emit(ev) {
+			return
+		}
+	}
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case ev := <-w.Events():
+			if !emit(ev) {
+				return
+			}
+		case <-w.Done():
+			// Drain what was delivered before the cache ended the watch.
+			for {
+				select {
+				case ev := <-w.Events():
+					if !emit(ev) {
+						return
+					}
+				default:
+					return
+				}
+			}
+		case <-timer.C:
+			return
+		case <-c.ctx.Done():
+			return
+		case <-c.h.Stopping:
+			return
+		}
+	}
+}
+
+func (c *call) sendError(buf *bytes.Buffer, err error) {
+	st := request.Status(err)
+	st.Kind, st.APIVersion = "Status", "v1"
+	writeEvent(buf, "ERROR", mustJSON(st))
+}
+
+func writeEvent(b *bytes.Buffer, typ string, obj []byte) {
+	b.WriteString(`{"type":"`)
+	b.WriteString(typ)
+	b.WriteString(`","object":`)
+	b.Write(obj)
+	b.WriteString("}\n")
+}
+
+// bookmarkObject is an object of the watched kind that carries only a
+// resourceVersion (and, at the end of initial events, the annotation
+// that says so).
+func (c *call) bookmarkObject(rev int64, initialEnd bool) []byte {
+	md := map[string]any{"resourceVersion": itoa(rev)}
+	if initialEnd {
+		md["annotations"] = map[string]string{InitialEventsEndAnnotation: "true"}
+	}
+	return mustJSON(map[string]any{"apiVersion": c.apiVersion(), "kind": c.res.Kind, "metadata": md})
+}

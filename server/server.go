@@ -1,0 +1,353 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crdserver/crdserver/internal/discovery"
+	"github.com/crdserver/crdserver/internal/filters"
+	"github.com/crdserver/crdserver/internal/health"
+	"github.com/crdserver/crdserver/internal/loopback"
+	"github.com/crdserver/crdserver/internal/registry"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Version is what /version reports: the Kubernetes version whose API
+// crdserver serves, marked as crdserver's build.
+var Version = version.Info{
+	Major:        "1",
+	Minor:        "37",
+	GitVersion:   "v1.37.0+crdserver",
+	GitTreeState: "clean",
+	Platform:     "",
+}
+
+// Config configures a server. The zero value, with DataDir set, runs an
+// embedded etcd and listens on a random loopback port.
+type Config struct {
+	// DataDir holds the embedded etcd's data and admin.kubeconfig.
+	DataDir string
+	// BindAddress is the address to listen on (default 127.0.0.1).
+	BindAddress string
+	// Port to listen on; 0 picks a free one.
+	Port int
+	// EtcdServers, when set, are an external etcd cluster to use instead of
+	// the embedded one.
+	EtcdServers  []string
+	EtcdCAFile   string
+	EtcdCertFile string
+	EtcdKeyFile  string
+	// CompactionInterval is how often old etcd revisions are compacted
+	// (default 5 minutes; negative disables).
+	CompactionInterval time.Duration
+	// ShutdownTimeout bounds how long Close waits for requests in flight
+	// (default 60 seconds).
+	ShutdownTimeout time.Duration
+	// MinRequestTimeout: watches without timeoutSeconds last between it and
+	// twice it (default 30 minutes).
+	MinRequestTimeout time.Duration
+	// Cache tunes the watch caches (bookmark interval, history).
+	Cache store.CacheOptions
+	// Logger receives the server's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Server is a running crdserver.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	etcd     *store.Embedded
+	cli      *clientv3.Client
+	store    *store.Store
+	registry *registry.Registry
+	handler  http.Handler
+	http     *http.Server
+	listener net.Listener
+	url      string
+	cancel   context.CancelFunc
+	stopping chan struct{}
+	ready    chan struct{}
+	closeMu  sync.Mutex
+	closed   bool
+	serveErr chan error
+}
+
+// Start starts a server and returns once it listens. It is ready to serve
+// (/readyz ok) shortly after; WaitReady waits for that.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: DataDir is required")
+	}
+	if cfg.BindAddress == "" {
+		cfg.BindAddress = "127.0.0.1"
+	}
+	if cfg.CompactionInterval == 0 {
+		cfg.CompactionInterval = 5 * time.Minute
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 60 * time.Second
+	}
+	if cfg.MinRequestTimeout <= 0 {
+		cfg.MinRequestTimeout = 30 * time.Minute
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, stopping: make(chan struct{}), ready: make(chan struct{}), serveErr: make(chan error, 1)}
+	ok := false
+	defer func() {
+		if !ok {
+			s.shutdownStorage()
+		}
+	}()
+
+	if len(cfg.EtcdServers) > 0 {
+		cli, err := store.Connect(ctx, store.ExternalConfig{Endpoints: cfg.EtcdServers, CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile})
+		if err != nil {
+			return nil, err
+		}
+		s.cli = cli
+	} else {
+		e, err := store.StartEmbedded(ctx, filepath.Join(cfg.DataDir, "etcd"))
+		if err != nil {
+			return nil, err
+		}
+		s.etcd, s.cli = e, e.Client
+	}
+	s.store = store.New(s.cli)
+	s.registry = registry.New(s.store, cfg.Cache, log)
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return nil, err
+	}
+	s.listener = ln
+	s.url = "http://" + ln.Addr().String()
+	s.handler = s.buildHandler()
+	s.http = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	go func() { s.serveErr <- s.http.Serve(ln) }()
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go store.RunCompactor(runCtx, s.store, cfg.CompactionInterval, log)
+	if err := s.registry.Start(ctx, loopback.Config(s.handler)); err != nil {
+		cancel()
+		_ = s.http.Close()
+		return nil, fmt.Errorf("start controllers: %w", err)
+	}
+	close(s.ready)
+	if err := s.writeKubeconfig(); err != nil {
+		cancel()
+		_ = s.http.Close()
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+// URL is the server's base URL.
+func (s *Server) URL() string { return s.url }
+
+// Handler is the server's whole HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// RESTConfig returns a client-go config for the server with full access.
+func (s *Server) RESTConfig() *rest.Config {
+	return &rest.Config{Host: s.url, QPS: -1}
+}
+
+// KubeconfigPath is where the admin kubeconfig is written.
+func (s *Server) KubeconfigPath() string { return filepath.Join(s.cfg.DataDir, "admin.kubeconfig") }
+
+// Kubeconfig returns an admin kubeconfig for the server.
+func (s *Server) Kubeconfig() ([]byte, error) {
+	c := clientcmdapi.NewConfig()
+	c.Clusters["crdserver"] = &clientcmdapi.Cluster{Server: s.url}
+	c.AuthInfos["admin"] = &clientcmdapi.AuthInfo{}
+	c.Contexts["crdserver"] = &clientcmdapi.Context{Cluster: "crdserver", AuthInfo: "admin", Namespace: "default"}
+	c.CurrentContext = "crdserver"
+	return clientcmd.Write(*c)
+}
+
+func (s *Server) writeKubeconfig() error {
+	b, err := s.Kubeconfig()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(s.KubeconfigPath(), b, 0o600)
+}
+
+// WaitReady waits until /readyz would answer ok.
+func (s *Server) WaitReady(ctx context.Context) error {
+	for {
+		if s.readyErr() == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) readyErr() error {
+	select {
+	case <-s.ready:
+	default:
+		return errors.New("controllers not started")
+	}
+	if !s.registry.Synced() {
+		return errors.New("CRDs not loaded")
+	}
+	return nil
+}
+
+// Close shuts the server down gracefully: it stops accepting connections,
+// ends watches, waits for requests in flight (up to ShutdownTimeout), then
+// stops etcd.
+func (s *Server) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	close(s.stopping)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		_ = s.http.Close()
+	}
+	s.cancel()
+	s.shutdownStorage()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("requests still in flight after %v", s.cfg.ShutdownTimeout)
+	}
+	return nil
+}
+
+func (s *Server) shutdownStorage() {
+	if s.registry != nil {
+		s.registry.Stop()
+	}
+	if s.etcd != nil {
+		s.etcd.Close()
+	} else if s.cli != nil {
+		_ = s.cli.Close()
+	}
+}
+
+// buildHandler assembles the filter chain and the router.
+func (s *Server) buildHandler() http.Handler {
+	metrics := filters.NewMetrics()
+	disc := &discovery.Handler{Registry: s.registry, Version: Version}
+	res := &resource.Handler{
+		Store:             s.store,
+		Namespaces:        s.registry.NamespaceChecker(),
+		Log:               s.log,
+		MinRequestTimeout: s.cfg.MinRequestTimeout,
+		Stopping:          s.stopping,
+	}
+	etcdCheck := health.Check{Name: "etcd", Check: func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		_, err := s.store.CurrentRevision(ctx)
+		return err
+	}}
+	logCheck := health.Check{Name: "log", Check: func(*http.Request) error { return nil }}
+	synced := health.Check{Name: "poststarthook/crd-informer-synced", Check: func(*http.Request) error {
+		if !s.registry.Synced() {
+			return errors.New("CRDs not loaded yet")
+		}
+		return nil
+	}}
+	controllers := health.Check{Name: "poststarthook/start-apiextensions-controllers", Check: func(*http.Request) error {
+		select {
+		case <-s.ready:
+			return nil
+		default:
+			return errors.New("controllers not started")
+		}
+	}}
+	shutdown := health.Check{Name: "shutdown", Check: func(*http.Request) error {
+		select {
+		case <-s.stopping:
+			return errors.New("server is shutting down")
+		default:
+			return nil
+		}
+	}}
+	livez := &health.Endpoint{Name: "livez", Checks: []health.Check{health.Ping, logCheck, etcdCheck}, Log: s.log}
+	readyz := &health.Endpoint{Name: "readyz", Checks: []health.Check{health.Ping, logCheck, etcdCheck, synced, controllers, shutdown}, Log: s.log}
+	healthz := &health.Endpoint{Name: "healthz", Checks: []health.Check{health.Ping, logCheck, etcdCheck, synced, controllers}, Log: s.log}
+
+	router := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := request.InfoFrom(r.Context())
+		if info.IsResourceRequest {
+			ix := s.registry.Index()
+			res2, ver := ix.Lookup(info.Group, info.Version, info.Resource)
+			if res2 == nil {
+				request.WriteError(w, r, request.NotFound())
+				return
+			}
+			res.Serve(w, r, info, res2, ver)
+			return
+		}
+		p := r.URL.Path
+		switch {
+		case p == "/version" || p == "/version/":
+			disc.ServeVersion(w, r)
+		case p == "/metrics":
+			metrics.Handler().ServeHTTP(w, r)
+		case p == "/livez" || strings.HasPrefix(p, "/livez/"):
+			livez.ServeHTTP(w, r)
+		case p == "/readyz" || strings.HasPrefix(p, "/readyz/"):
+			readyz.ServeHTTP(w, r)
+		case p == "/healthz" || strings.HasPrefix(p, "/healthz/"):
+			healthz.ServeHTTP(w, r)
+		case strings.HasPrefix(p, "/api"):
+			if !disc.ServeHTTP(w, r) {
+				request.WriteError(w, r, request.NotFound())
+			}
+		default:
+			request.WriteError(w, r, request.NotFound())
+		}
+	})
+	var h http.Handler = router
+	h = filters.WithCompression(h)
+	// Authentication and authorization go here.
+	h = metrics.WithMetrics(h)
+	h = filters.WithRequestInfo(h)
+	h = filters.WithRecovery(h, s.log)
+	return h
+}
