@@ -34,6 +34,7 @@ func crdResource(cache *store.Cache) *resource.Resource {
 		Cache:          cache,
 		Strategy:       crdStrategy{},
 		Converter:      resource.ApiVersionConverter{},
+		Protobuf:       true,
 		Verbs:          resource.DefaultVerbs,
 	}
 }

@@ -41,6 +41,7 @@ func namespaceResource(cache *store.Cache) *resource.Resource {
 		Strategy:                 namespaceStrategy{},
 		Converter:                resource.ApiVersionConverter{},
 		AllowUnconditionalUpdate: true,
+		Protobuf:                 true,
 		StrategicMergeType:       &corev1.Namespace{},
 		Verbs:                    []string{"create", "delete", "get", "list", "patch", "update", "watch"},
 	}

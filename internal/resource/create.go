@@ -35,7 +35,14 @@ func (c *call) decodeBody() (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	content, err := request.DecodeObject(body, request.MediaType(c.r), c.res.Kind)
+	mt := request.MediaType(c.r)
+	if mt == Protobuf && c.res.Protobuf {
+		if body, err = protobufToJSON(body, c.res.Kind); err != nil {
+			return nil, err
+		}
+		mt = "application/json"
+	}
+	content, err := request.DecodeObject(body, mt, c.res.Kind)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,14 @@ func (c *call) deleteOptions() (*metav1.DeleteOptions, bool, error) {
 		return nil, false, err
 	}
 	if len(body) > 0 {
-		j, err := request.ToJSON(body, request.MediaType(c.r), "DeleteOptions")
+		mt := request.MediaType(c.r)
+		if mt == Protobuf {
+			if body, err = protobufToJSON(body, "DeleteOptions"); err != nil {
+				return nil, false, err
+			}
+			mt = "application/json"
+		}
+		j, err := request.ToJSON(body, mt, "DeleteOptions")
 		if err != nil {
 			return nil, false, err
 		}

@@ -42,6 +42,9 @@ type Resource struct {
 	// StrategicMergeType, when set, is the Go type that strategic merge
 	// patches of this resource are computed against (built-in types only).
 	StrategicMergeType any
+	// Protobuf says request bodies may come in Kubernetes' protobuf
+	// encoding (built-in types only).
+	Protobuf bool
 	// Terminating is set while the resource's CRD is being deleted: new
 	// objects cannot be created.
 	Terminating bool

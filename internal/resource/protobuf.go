@@ -1,0 +1,47 @@
+package resource
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+)
+
+// Protobuf is the Kubernetes protobuf media type. Generated client-go
+// clientsets send built-in objects (namespaces, CRDs) and DeleteOptions in
+// it; custom resources have no protobuf form.
+const Protobuf = "application/vnd.kubernetes.protobuf"
+
+var (
+	builtinScheme = newBuiltinScheme()
+	protoCodec    = protobuf.NewSerializer(builtinScheme, builtinScheme)
+)
+
+func newBuiltinScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return s
+}
+
+// protobufToJSON decodes a protobuf body of a built-in type into JSON.
+func protobufToJSON(body []byte, kind string) ([]byte, error) {
+	obj, gvk, err := protoCodec.Decode(body, nil, nil)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", kind, err))
+	}
+	if gvk != nil {
+		obj.GetObjectKind().SetGroupVersionKind(*gvk)
+	}
+	return json.Marshal(obj)
+}
