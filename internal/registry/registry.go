@@ -68,10 +68,10 @@ type Registry struct {
 	mu          sync.Mutex
 	running     map[string]bool
 	subscribers []func(*Index)
-	index   atomic.Pointer[Index]
-	caches  map[string]*store.Cache // custom resource caches by key prefix
-	defs    map[string]*crdEntry    // by CRD name
-	synced  atomic.Bool
+	index       atomic.Pointer[Index]
+	caches      map[string]*store.Cache // custom resource caches by key prefix
+	defs        map[string]*crdEntry    // by CRD name
+	synced      atomic.Bool
 }
 
 // crdEntry is what the registry derived from one CRD.
