@@ -159,6 +159,10 @@ func (c *call) invalid(kind, name string, errs field.ErrorList) error {
 
 // storeError turns a store error into the Status a client gets.
 func (c *call) storeError(err error, name string) error {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return err
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return c.notFound(name)

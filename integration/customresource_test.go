@@ -1,0 +1,339 @@
+package integration
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const ctPath = "/apis/stable.example.com/v1/namespaces/default/crontabs"
+
+func TestCustomResourceCreateGet(t *testing.T) {
+	e := start(t)
+	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	body := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"my-new-cron-object","uid":"x","generation":7,"creationTimestamp":"2000-01-01T00:00:00Z"},"spec":{"cronSpec":"* * * * */5","image":"my-awesome-cron-image"}}`
+	r := e.do("POST", ctPath, body)
+	if r.code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	obj := &unstructured.Unstructured{Object: r.object(t)}
+	if obj.GetUID() == "x" || obj.GetUID() == "" || obj.GetGeneration() != 1 || obj.GetNamespace() != "default" ||
+		obj.GetResourceVersion() == "" || obj.GetCreationTimestamp().Year() == 2000 {
+		t.Fatalf("server fields not set: %s", r.body)
+	}
+	if obj.GetAPIVersion() != "stable.example.com/v1" || obj.GetKind() != "CronTab" {
+		t.Fatalf("type meta: %s", r.body)
+	}
+	got := e.do("GET", ctPath+"/my-new-cron-object", "")
+	if got.code != http.StatusOK || compact(string(got.body)) != compact(string(r.body)) {
+		t.Fatalf("get: %d %s\nwant %s", got.code, got.body, r.body)
+	}
+	// Same name again: 409 AlreadyExists.
+	st := expectStatus(t, e.do("POST", ctPath, body), http.StatusConflict, metav1.StatusReasonAlreadyExists,
+		`crontabs.stable.example.com "my-new-cron-object" already exists`)
+	if st.Details.Name != "my-new-cron-object" || st.Details.Group != "stable.example.com" || st.Details.Kind != "crontabs" {
+		t.Fatalf("details %+v", st.Details)
+	}
+	// Missing: 404 NotFound.
+	expectStatus(t, e.do("GET", ctPath+"/nope", ""), http.StatusNotFound, metav1.StatusReasonNotFound, `crontabs.stable.example.com "nope" not found`)
+	// generateName.
+	r = e.do("POST", ctPath, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"generateName":"gen-"}}`)
+	if r.code != http.StatusCreated {
+		t.Fatalf("generateName: %d %s", r.code, r.body)
+	}
+	name := (&unstructured.Unstructured{Object: r.object(t)}).GetName()
+	if !strings.HasPrefix(name, "gen-") || len(name) != len("gen-")+5 {
+		t.Fatalf("generated name %q", name)
+	}
+}
+
+func TestCustomResourceBadInput(t *testing.T) {
+	e := start(t)
+	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	cases := []struct {
+		name, method, path, body string
+		code                     int
+		reason                   metav1.StatusReason
+		msg                      string
+	}{
+		{"malformed JSON", "POST", ctPath, `{bad`, 400, metav1.StatusReasonBadRequest, "the object provided is unrecognized (must be of type CronTab): couldn't get version/kind; json parse error"},
+		{"wrong apiVersion", "POST", ctPath, `{"apiVersion":"stable.example.com/v2","kind":"CronTab","metadata":{"name":"x"}}`, 400, metav1.StatusReasonBadRequest, "the API version in the data (stable.example.com/v2) does not match the expected API version (stable.example.com/v1)"},
+		{"wrong kind", "POST", ctPath, `{"apiVersion":"stable.example.com/v1","kind":"Other","metadata":{"name":"x"}}`, 422, metav1.StatusReasonInvalid, `Other.stable.example.com "x" is invalid: kind: Invalid value: "Other": must be CronTab`},
+		{"namespace mismatch", "POST", ctPath, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"x","namespace":"other"}}`, 400, metav1.StatusReasonBadRequest, "the namespace of the provided object does not match the namespace sent on the request"},
+		{"invalid name", "POST", ctPath, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"Not_Valid"}}`, 422, metav1.StatusReasonInvalid, "metadata.name: Invalid value: \"Not_Valid\""},
+		{"no name", "POST", ctPath, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{}}`, 422, metav1.StatusReasonInvalid, "metadata.name: Required value: name or generateName is required"},
+		{"bad label", "POST", ctPath, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"x","labels":{"a b":"c"}}}`, 422, metav1.StatusReasonInvalid, "metadata.labels: Invalid value: \"a b\""},
+		{"metadata not an object", "POST", ctPath, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":"x"}`, 422, metav1.StatusReasonInvalid, "metadata: Invalid value"},
+		{"resourceVersion on create", "POST", ctPath, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"x","resourceVersion":"5"}}`, 400, metav1.StatusReasonBadRequest, "resourceVersion should not be set on objects to be created"},
+		{"namespace missing", "POST", "/apis/stable.example.com/v1/namespaces/nope/crontabs", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"x"}}`, 404, metav1.StatusReasonNotFound, `namespaces "nope" not found`},
+		{"text body", "POST", ctPath, `x`, 415, metav1.StatusReasonUnsupportedMediaType, "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"},
+		{"unknown resource", "GET", "/apis/stable.example.com/v1/namespaces/default/foos", "", 404, metav1.StatusReasonNotFound, "the server could not find the requested resource"},
+		{"unknown group", "GET", "/apis/nope.example.com/v1/foos", "", 404, metav1.StatusReasonNotFound, "the server could not find the requested resource"},
+		{"unknown subresource", "GET", ctPath + "/x/foo", "", 404, metav1.StatusReasonNotFound, ""},
+		{"namespaced without namespace", "GET", "/apis/stable.example.com/v1/crontabs/x", "", 404, metav1.StatusReasonNotFound, ""},
+		{"POST to an object", "POST", ctPath + "/x", `{}`, 405, metav1.StatusReasonMethodNotAllowed, "create is not supported on resources of kind \"crontabs.stable.example.com\""},
+		{"bad resourceVersion", "GET", ctPath + "/x?resourceVersion=abc", "", 400, metav1.StatusReasonBadRequest, "invalid resource version"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			headers := []string{}
+			if c.name == "text body" {
+				headers = []string{"Content-Type", "text/plain"}
+			}
+			expectStatus(t, e.do(c.method, c.path, c.body, headers...), c.code, c.reason, c.msg)
+		})
+	}
+	// Nothing malformed was stored.
+	l, err := e.dyn.Resource(crontabs).List(e.ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 0 {
+		t.Fatalf("bad input stored something: %v %d", err, len(l.Items))
+	}
+}
+
+func TestCustomResourceBodyTooLarge(t *testing.T) {
+	e := start(t)
+	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	big := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"big"},"spec":{"image":"` + strings.Repeat("x", 3*1024*1024) + `"}}`
+	expectStatus(t, e.do("POST", ctPath, big), http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, "Request entity too large: limit is 3145728")
+	// Under the request limit but over the stored object limit.
+	large := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"large"},"spec":{"image":"` + strings.Repeat("x", 2*1024*1024) + `"}}`
+	expectStatus(t, e.do("POST", ctPath, large), http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, "limit is")
+}
+
+func TestCustomResourceUpdate(t *testing.T) {
+	e := start(t)
+	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	cts := e.dyn.Resource(crontabs).Namespace("default")
+	created, err := cts.Create(e.ctx, cronTab("u", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A metadata-only change keeps the generation.
+	obj := created.DeepCopy()
+	obj.SetLabels(map[string]string{"a": "b"})
+	upd, err := cts.Update(e.ctx, obj, metav1.UpdateOptions{})
+	if err != nil || upd.GetGeneration() != 1 || upd.GetResourceVersion() == created.GetResourceVersion() {
+		t.Fatalf("label update: %v gen %d", err, upd.GetGeneration())
+	}
+	// A spec change bumps it; server fields keep their values.
+	obj = upd.DeepCopy()
+	_ = unstructured.SetNestedField(obj.Object, "other", "spec", "image")
+	obj.SetCreationTimestamp(metav1.NewTime(time.Unix(0, 0)))
+	obj.SetUID("")
+	upd2, err := cts.Update(e.ctx, obj, metav1.UpdateOptions{})
+	if err != nil || upd2.GetGeneration() != 2 || upd2.GetUID() != created.GetUID() || !upd2.GetCreationTimestamp().Time.Equal(created.GetCreationTimestamp().Time) {
+		t.Fatalf("spec update: %v %+v", err, upd2)
+	}
+	// An update that changes nothing writes nothing.
+	same, err := cts.Update(e.ctx, upd2, metav1.UpdateOptions{})
+	if err != nil || same.GetResourceVersion() != upd2.GetResourceVersion() {
+		t.Fatalf("no-op update moved resourceVersion: %v %s -> %s", err, upd2.GetResourceVersion(), same.GetResourceVersion())
+	}
+	// Stale resourceVersion: 409 Conflict.
+	_, err = cts.Update(e.ctx, upd, metav1.UpdateOptions{})
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("stale update: %v", err)
+	}
+	// No resourceVersion: 422, custom resources need one.
+	noRV := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"u"},"spec":{}}`
+	expectStatus(t, e.do("PUT", ctPath+"/u", noRV), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
+		`crontabs.stable.example.com "u" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update`)
+	// Name in body and URL differ: 400.
+	expectStatus(t, e.do("PUT", ctPath+"/u", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"v","resourceVersion":"1"}}`),
+		http.StatusBadRequest, metav1.StatusReasonBadRequest, "the name of the object (v) does not match the name on the URL (u)")
+	// Missing object: 404 (no create on update).
+	expectStatus(t, e.do("PUT", ctPath+"/missing", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"missing","resourceVersion":"1"}}`),
+		http.StatusNotFound, metav1.StatusReasonNotFound, `crontabs.stable.example.com "missing" not found`)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestCustomResourcePatch(t *testing.T) {
+	e := start(t)
+	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	cts := e.dyn.Resource(crontabs).Namespace("default")
+	ct := cronTab("p", nil)
+	_ = unstructured.SetNestedStringSlice(ct.Object, []string{"a", "b"}, "spec", "list")
+	if _, err := cts.Create(e.ctx, ct, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cts.Patch(e.ctx, "p", types.MergePatchType, []byte(`{"spec":{"replicas":3,"image":null,"list":["c"]}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _, _ := unstructured.NestedMap(got.Object, "spec")
+	if spec["replicas"] != int64(3) || spec["image"] != nil || len(spec["list"].([]any)) != 1 || got.GetGeneration() != 2 {
+		t.Fatalf("merge patch: %v gen %d", spec, got.GetGeneration())
+	}
+	got, err = cts.Patch(e.ctx, "p", types.JSONPatchType, []byte(`[{"op":"test","path":"/spec/replicas","value":3},{"op":"replace","path":"/spec/replicas","value":4}]`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); r != 4 {
+		t.Fatalf("json patch: %d", r)
+	}
+	// A failed test op: 422.
+	r := e.do("PATCH", ctPath+"/p", `[{"op":"test","path":"/spec/replicas","value":3}]`, "Content-Type", "application/json-patch+json")
+	if r.code != http.StatusUnprocessableEntity {
+		t.Fatalf("failed test op: %d %s", r.code, r.body)
+	}
+	// Malformed patch: 400.
+	r = e.do("PATCH", ctPath+"/p", `{`, "Content-Type", "application/merge-patch+json")
+	expectStatus(t, r, http.StatusBadRequest, metav1.StatusReasonBadRequest, "")
+	// Strategic merge patch: 415 for custom resources.
+	r = e.do("PATCH", ctPath+"/p", `{}`, "Content-Type", "application/strategic-merge-patch+json")
+	expectStatus(t, r, http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+		"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+	// A patch that pins a stale resourceVersion: 409.
+	r = e.do("PATCH", ctPath+"/p", `{"metadata":{"resourceVersion":"1"}}`, "Content-Type", "application/merge-patch+json")
+	expectStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict, "the object has been modified")
+	// Patch of a missing object: 404.
+	r = e.do("PATCH", ctPath+"/missing", `{}`, "Content-Type", "application/merge-patch+json")
+	expectStatus(t, r, http.StatusNotFound, metav1.StatusReasonNotFound, "not found")
+	// Too many operations: 413.
+	ops := "[" + strings.TrimSuffix(strings.Repeat(`{"op":"test","path":"/kind","value":"CronTab"},`, 10001), ",") + "]"
+	r = e.do("PATCH", ctPath+"/p", ops, "Content-Type", "application/json-patch+json")
+	expectStatus(t, r, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, "The allowed maximum operations in a JSON patch is 10000, got 10001")
+}
+
+func TestCustomResourceDelete(t *testing.T) {
+	e := start(t)
+	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	cts := e.dyn.Resource(crontabs).Namespace("default")
+	created, err := cts.Create(e.ctx, cronTab("d", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A wrong uid precondition: 409.
+	r := e.do("DELETE", ctPath+"/d", `{"preconditions":{"uid":"nope"}}`)
+	expectStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict, "Precondition failed: UID in precondition: nope, UID in object meta: "+string(created.GetUID()))
+	r = e.do("DELETE", ctPath+"/d", "")
+	if r.code != http.StatusOK {
+		t.Fatalf("delete: %d %s", r.code, r.body)
+	}
+	st := r.status(t)
+	if st.Status != metav1.StatusSuccess || st.Details.Name != "d" || st.Details.Kind != "crontabs" || st.Details.Group != "stable.example.com" || st.Details.UID != created.GetUID() {
+		t.Fatalf("delete status %+v", st)
+	}
+	expectStatus(t, e.do("DELETE", ctPath+"/d", ""), http.StatusNotFound, metav1.StatusReasonNotFound, "not found")
+
+	// With a finalizer: marked, kept, then gone when the finalizer is removed.
+	ct := cronTab("f", nil)
+	ct.SetFinalizers([]string{"example.com/f"})
+	if _, err := cts.Create(e.ctx, ct, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r = e.do("DELETE", ctPath+"/f", "")
+	marked := &unstructured.Unstructured{Object: r.object(t)}
+	if r.code != http.StatusOK || marked.GetDeletionTimestamp() == nil || marked.GetDeletionGracePeriodSeconds() == nil || *marked.GetDeletionGracePeriodSeconds() != 0 {
+		t.Fatalf("delete with finalizer: %d %s", r.code, r.body)
+	}
+	// Finalizers cannot be added while terminating.
+	marked.SetFinalizers([]string{"example.com/f", "example.com/g"})
+	if _, err := cts.Update(e.ctx, marked, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("adding a finalizer while terminating: %v", err)
+	}
+	marked.SetFinalizers(nil)
+	if _, err := cts.Update(e.ctx, marked, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cts.Get(e.ctx, "f", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("object with its last finalizer removed still there: %v", err)
+	}
+
+	// deletecollection with a label selector.
+	for i, color := range []string{"red", "red", "blue"} {
+		if _, err := cts.Create(e.ctx, cronTab("c"+string(rune('0'+i)), map[string]string{"color": color}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cts.DeleteCollection(e.ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "color=red"}); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := cts.List(e.ctx, metav1.ListOptions{})
+	if len(l.Items) != 1 || l.Items[0].GetLabels()["color"] != "blue" {
+		t.Fatalf("after deletecollection: %d items", len(l.Items))
+	}
+}
+
+func TestCustomResourceDryRun(t *testing.T) {
+	e := start(t)
+	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	r := e.do("POST", ctPath+"?dryRun=All", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"generateName":"dry-"}}`)
+	obj := &unstructured.Unstructured{Object: r.object(t)}
+	if r.code != http.StatusCreated || obj.GetUID() == "" || !strings.HasPrefix(obj.GetName(), "dry-") {
+		t.Fatalf("dry-run create: %d %s", r.code, r.body)
+	}
+	expectStatus(t, e.do("GET", ctPath+"/"+obj.GetName(), ""), http.StatusNotFound, metav1.StatusReasonNotFound, "")
+	expectStatus(t, e.do("POST", ctPath+"?dryRun=Some", `{}`), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `dryRun: Unsupported value`)
+}
+
+func TestClusterScopedCustomResource(t *testing.T) {
+	e := start(t)
+	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd.Spec.Scope = apiextensionsv1.ClusterScoped
+	e.createCRD(crd)
+	r := e.do("POST", "/apis/stable.example.com/v1/crontabs", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"c","namespace":"ignored"}}`)
+	if r.code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	if ns := (&unstructured.Unstructured{Object: r.object(t)}).GetNamespace(); ns != "" {
+		t.Fatalf("cluster-scoped object has namespace %q", ns)
+	}
+	if r := e.do("GET", "/apis/stable.example.com/v1/crontabs/c", ""); r.code != http.StatusOK {
+		t.Fatalf("get: %d", r.code)
+	}
+	expectStatus(t, e.do("GET", "/apis/stable.example.com/v1/namespaces/default/crontabs/c", ""), http.StatusNotFound, metav1.StatusReasonNotFound, "")
+}
+
+func TestStatusSubresource(t *testing.T) {
+	e := start(t)
+	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}
+	e.createCRD(crd)
+	cts := e.dyn.Resource(crontabs).Namespace("default")
+	ct := cronTab("s", nil)
+	ct.Object["status"] = map[string]any{"ready": true}
+	created, err := cts.Create(e.ctx, ct, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := created.Object["status"]; ok {
+		t.Fatal("create kept status")
+	}
+	created.Object["status"] = map[string]any{"ready": true}
+	_ = unstructured.SetNestedField(created.Object, "changed", "spec", "image")
+	st, err := cts.UpdateStatus(e.ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, _, _ := unstructured.NestedString(st.Object, "spec", "image"); img != "my-awesome-cron-image" || st.GetGeneration() != 1 {
+		t.Fatalf("status update changed spec: %s gen %d", img, st.GetGeneration())
+	}
+	if ready, _, _ := unstructured.NestedBool(st.Object, "status", "ready"); !ready {
+		t.Fatal("status not written")
+	}
+	// The main resource ignores status.
+	st.Object["status"] = map[string]any{"ready": false}
+	main, err := cts.Update(e.ctx, st, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ready, _, _ := unstructured.NestedBool(main.Object, "status", "ready"); !ready || main.GetGeneration() != 1 {
+		t.Fatalf("main resource changed status: gen %d", main.GetGeneration())
+	}
+	if r := e.do("GET", ctPath+"/s/status", ""); r.code != http.StatusOK {
+		t.Fatalf("get status: %d", r.code)
+	}
+	if r := e.do("GET", ctPath+"/s/scale", ""); r.code != http.StatusNotFound {
+		t.Fatalf("scale without the subresource: %d", r.code)
+	}
+}

@@ -1,0 +1,203 @@
+// Package integration tests a whole crdserver, started in-process on a
+// random loopback port with an embedded etcd in a temp dir, through real
+// clients (client-go) and raw HTTP where status codes, bodies and headers
+// matter.
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crdserver/crdserver/server"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+)
+
+type env struct {
+	t    *testing.T
+	srv  *server.Server
+	cfg  *rest.Config
+	dyn  dynamic.Interface
+	kube kubernetes.Interface
+	ext  apiextensionsclient.Interface
+	ctx  context.Context
+}
+
+// start runs a server for one test.
+func start(t *testing.T, mutate ...func(*server.Config)) *env {
+	t.Helper()
+	cfg := server.Config{DataDir: t.TempDir(), Port: 0, ShutdownTimeout: 5 * time.Second}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	srv, err := server.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	if err := srv.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rc := srv.RESTConfig()
+	e := &env{t: t, srv: srv, cfg: rc, ctx: ctx}
+	e.dyn = dynamic.NewForConfigOrDie(rc)
+	e.kube = kubernetes.NewForConfigOrDie(rc)
+	e.ext = apiextensionsclient.NewForConfigOrDie(rc)
+	return e
+}
+
+// fixture reads one YAML document of the spec's fixtures by its name.
+func fixtureCRD(t *testing.T, name string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd
+}
+
+// createCRD creates a CRD and waits until it is Established.
+func (e *env) createCRD(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	e.t.Helper()
+	out, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Create(e.ctx, crd, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("create CRD %s: %v", crd.Name, err)
+	}
+	return e.waitEstablished(out.Name)
+}
+
+func (e *env) waitEstablished(name string) *apiextensionsv1.CustomResourceDefinition {
+	e.t.Helper()
+	var crd *apiextensionsv1.CustomResourceDefinition
+	err := wait.PollUntilContextTimeout(e.ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		crd, err = e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		e.t.Fatalf("CRD %s not established: %v", name, err)
+	}
+	return crd
+}
+
+var crontabs = schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+
+// response is a raw HTTP answer.
+type response struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (r response) status(t *testing.T) metav1.Status {
+	t.Helper()
+	var st metav1.Status
+	if err := json.Unmarshal(r.body, &st); err != nil || st.Kind != "Status" {
+		t.Fatalf("body is not a Status (%v): %s", err, r.body)
+	}
+	return st
+}
+
+func (r response) object(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := utiljson.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body is not JSON (%v): %s", err, r.body)
+	}
+	return m
+}
+
+// do sends a raw request; headers come in pairs.
+func (e *env) do(method, path, body string, headers ...string) response {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(e.ctx, method, e.srv.URL()+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return response{code: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// expectStatus checks an error response.
+func expectStatus(t *testing.T, r response, code int, reason metav1.StatusReason, msgPart string) metav1.Status {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("code %d, want %d: %s", r.code, code, r.body)
+	}
+	st := r.status(t)
+	if st.Code != int32(code) || st.Reason != reason || !strings.Contains(st.Message, msgPart) || st.Status != metav1.StatusFailure {
+		t.Fatalf("got Status %+v, want code %d reason %q message containing %q", st, code, reason, msgPart)
+	}
+	return st
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func compact(s string) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		return s
+	}
+	return b.String()
+}
+
+var _ = apierrors.IsNotFound
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
