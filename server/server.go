@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,11 +33,18 @@ import (
 // Version is what /version reports: the Kubernetes version whose API
 // crdserver serves, marked as crdserver's build.
 var Version = version.Info{
-	Major:        "1",
-	Minor:        "37",
-	GitVersion:   "v1.37.0+crdserver",
-	GitTreeState: "clean",
-	Platform:     "",
+	Major:                 "1",
+	Minor:                 "37",
+	EmulationMajor:        "1",
+	EmulationMinor:        "37",
+	MinCompatibilityMajor: "1",
+	MinCompatibilityMinor: "36",
+	GitVersion:            "v1.37.0+crdserver",
+	GitTreeState:          "clean",
+	BuildDate:             "1970-01-01T00:00:00Z",
+	GoVersion:             runtime.Version(),
+	Compiler:              runtime.Compiler,
+	Platform:              runtime.GOOS + "/" + runtime.GOARCH,
 }
 
 // Config configures a server. The zero value, with DataDir set, runs an

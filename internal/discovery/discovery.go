@@ -142,7 +142,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) bool {
 		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
 		for _, g := range h.groups() {
 			if g.name != "" {
-				list.Groups = append(list.Groups, apiGroup(g))
+				ag := apiGroup(g)
+				ag.ServerAddressByClientCIDRs = serverAddresses(r)
+				list.Groups = append(list.Groups, ag)
 			}
 		}
 		request.WriteObject(w, r, http.StatusOK, t, list)
@@ -159,6 +161,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) bool {
 		}
 		ag := apiGroup(g)
 		ag.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+		ag.ServerAddressByClientCIDRs = serverAddresses(r)
 		request.WriteObject(w, r, http.StatusOK, t, &ag)
 		return true
 	case len(parts) == 3 && parts[0] == "apis":
@@ -301,6 +304,7 @@ func (h *Handler) writeAggregated(w http.ResponseWriter, r *http.Request, t requ
 	etag := `"` + hex.EncodeToString(sum[:]) + `"`
 	w.Header().Set("Vary", "Accept")
 	w.Header().Set("ETag", etag)
+	w.Header().Set("Cache-Control", "public")
 	if r.Header.Get("If-None-Match") == etag {
 		w.WriteHeader(http.StatusNotModified)
 		return

@@ -35,7 +35,7 @@ func crdResource(cache *store.Cache) *resource.Resource {
 		Strategy:       crdStrategy{},
 		Converter:      resource.ApiVersionConverter{},
 		Protobuf:       true,
-		Verbs:          resource.DefaultVerbs,
+		Verbs:          []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 	}
 }
 

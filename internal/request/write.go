@@ -95,7 +95,9 @@ func Write(w http.ResponseWriter, r *http.Request, code int, t Target, body []by
 	}
 	h := w.Header()
 	h.Set("Content-Type", t.ContentType())
-	h.Set("Cache-Control", "no-cache, private")
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-cache, private")
+	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	if r.Method != http.MethodHead {

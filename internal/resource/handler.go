@@ -81,10 +81,16 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 				return
 			}
 			rc.create()
-		case "update":
-			rc.update("")
-		case "patch":
-			rc.patch("")
+		case "update", "patch":
+			if info.Name == "" {
+				rc.fail(request.MethodNotAllowed(info.Verb, res.GroupResource()))
+				return
+			}
+			if info.Verb == "update" {
+				rc.update("")
+			} else {
+				rc.patch("")
+			}
 		case "delete":
 			rc.delete()
 		case "deletecollection":

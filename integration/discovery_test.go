@@ -1,0 +1,262 @@
+package integration
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crdserver/crdserver/server"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/yaml"
+)
+
+func TestDiscovery(t *testing.T) {
+	e := start(t)
+	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd.Spec.Names.Categories = []string{"all", "cron"}
+	e.createCRD(crd)
+
+	// client-go asks for aggregated discovery first, as kubectl does.
+	dc := discovery.NewDiscoveryClientForConfigOrDie(e.cfg)
+	groups, resources, err := dc.ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, g := range groups {
+		names = append(names, g.Name)
+	}
+	if !slices.Equal(names, []string{"", "apiextensions.k8s.io", "stable.example.com"}) {
+		t.Fatalf("groups %v", names)
+	}
+	var found *metav1.APIResource
+	for _, rl := range resources {
+		if rl.GroupVersion != "stable.example.com/v1" {
+			continue
+		}
+		for i := range rl.APIResources {
+			if rl.APIResources[i].Name == "crontabs" {
+				found = &rl.APIResources[i]
+			}
+		}
+	}
+	if found == nil || found.Kind != "CronTab" || !found.Namespaced || found.SingularName != "crontab" ||
+		!slices.Equal(found.ShortNames, []string{"ct"}) || !slices.Equal(found.Categories, []string{"all", "cron"}) || !slices.Contains(found.Verbs, "watch") {
+		t.Fatalf("crontabs in discovery: %+v", found)
+	}
+
+	// The aggregated document itself.
+	r := e.do("GET", "/apis", "", "Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json")
+	if r.code != 200 || r.header.Get("Content-Type") != "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" || r.header.Get("ETag") == "" {
+		t.Fatalf("aggregated: %d %v", r.code, r.header)
+	}
+	var agg apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(r.body, &agg); err != nil || len(agg.Items) != 2 || agg.Items[1].Versions[0].Resources[0].Scope != apidiscoveryv2.ScopeNamespace {
+		t.Fatalf("aggregated body: %v %s", err, r.body)
+	}
+	if r2 := e.do("GET", "/apis", "", "Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", "If-None-Match", r.header.Get("ETag")); r2.code != http.StatusNotModified {
+		t.Fatalf("ETag not honoured: %d", r2.code)
+	}
+	// Legacy documents.
+	for path, want := range map[string]string{
+		"/api":                          `"kind":"APIVersions"`,
+		"/api/v1":                       `"name":"namespaces"`,
+		"/apis":                         `"kind":"APIGroupList"`,
+		"/apis/stable.example.com":      `"preferredVersion":{"groupVersion":"stable.example.com/v1","version":"v1"}`,
+		"/apis/stable.example.com/v1":   `"storageVersionHash":"`,
+		"/apis/apiextensions.k8s.io/v1": `"name":"customresourcedefinitions/status"`,
+	} {
+		if r := e.do("GET", path, ""); r.code != 200 || !contains(r.body, want) {
+			t.Fatalf("%s: %d %s", path, r.code, r.body)
+		}
+	}
+	expectStatus(t, e.do("GET", "/apis/nope.example.com", ""), http.StatusNotFound, metav1.StatusReasonNotFound, "")
+	expectStatus(t, e.do("GET", "/apis/stable.example.com/v9", ""), http.StatusNotFound, metav1.StatusReasonNotFound, "")
+
+	// /version.
+	v, err := dc.ServerVersion()
+	if err != nil || v.Major != "1" || v.Minor != "37" {
+		t.Fatalf("version %+v %v", v, err)
+	}
+
+	// A deleted CRD leaves discovery.
+	if err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Delete(e.ctx, crd.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(e.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, err := dc.ServerResourcesForGroupVersion("stable.example.com/v1")
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatal("deleted CRD still in discovery")
+	}
+}
+
+func TestEncodings(t *testing.T) {
+	e := start(t)
+	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	yamlBody := "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: ytab\nspec:\n  image: img\n"
+	r := e.do("POST", ctPath, yamlBody, "Content-Type", "application/yaml", "Accept", "application/yaml")
+	if r.code != 201 || r.header.Get("Content-Type") != "application/yaml" || !strings.HasPrefix(string(r.body), "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n") {
+		t.Fatalf("YAML create: %d %s %s", r.code, r.header.Get("Content-Type"), r.body)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(r.body, &m); err != nil || m["spec"].(map[string]any)["image"] != "img" {
+		t.Fatalf("YAML body: %v", err)
+	}
+	// Malformed YAML: 400.
+	expectStatus(t, e.do("POST", ctPath, "a: [b", "Content-Type", "application/yaml"), 400, metav1.StatusReasonBadRequest, "the object provided is unrecognized (must be of type CronTab)")
+	// Accept lists fall back to what is served.
+	for _, accept := range []string{"*/*", "application/*", "application/vnd.kubernetes.protobuf, application/json", "application/json;as=Table;v=v1;g=meta.k8s.io, application/json"} {
+		if r := e.do("GET", ctPath+"/ytab", "", "Accept", accept); r.code != 200 || r.header.Get("Content-Type") != "application/json" {
+			t.Fatalf("Accept %q: %d %s", accept, r.code, r.header.Get("Content-Type"))
+		}
+	}
+	expectStatus(t, e.do("GET", ctPath+"/ytab", "", "Accept", "application/vnd.kubernetes.protobuf"), http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
+		"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf")
+	// ?pretty indents.
+	if r := e.do("GET", ctPath+"/ytab?pretty=true", ""); !strings.Contains(string(r.body), "\n  \"kind\": \"CronTab\"") {
+		t.Fatalf("pretty: %s", r.body)
+	}
+	// Method not allowed on a resource path.
+	expectStatus(t, e.do("PUT", ctPath, "{}"), http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "")
+}
+
+func TestGzip(t *testing.T) {
+	e := start(t)
+	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	// A list over the 128 KiB threshold is compressed; a small one is not.
+	pad := strings.Repeat("x", 2000)
+	for i := 0; i < 80; i++ {
+		if r := e.do("POST", ctPath, fmt.Sprintf(`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"g%d"},"spec":{"image":%q}}`, i, pad)); r.code != 201 {
+			t.Fatalf("create: %d %s", r.code, r.body)
+		}
+	}
+	get := func(path string) *http.Response {
+		req, _ := http.NewRequest("GET", e.srv.URL()+path, nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	resp := get(ctPath)
+	if resp.Header.Get("Content-Encoding") != "gzip" || resp.Header.Get("Vary") != "Accept-Encoding" {
+		t.Fatalf("large list not compressed: %v", resp.Header)
+	}
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(zr)
+	var l map[string]any
+	if err := json.Unmarshal(body, &l); err != nil || len(l["items"].([]any)) != 80 {
+		t.Fatalf("decompressed list: %v", err)
+	}
+	if small := get(ctPath + "/g1"); small.Header.Get("Content-Encoding") != "" {
+		t.Fatal("small response compressed")
+	}
+}
+
+func TestHealthAndMetrics(t *testing.T) {
+	e := start(t)
+	for _, ep := range []string{"livez", "readyz", "healthz"} {
+		r := e.do("GET", "/"+ep, "")
+		if r.code != 200 || string(r.body) != "ok" || r.header.Get("Content-Type") != "text/plain; charset=utf-8" || r.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("%s: %d %q %v", ep, r.code, r.body, r.header)
+		}
+		r = e.do("GET", "/"+ep+"?verbose", "")
+		if !strings.Contains(string(r.body), "[+]ping ok\n") || !strings.Contains(string(r.body), "[+]etcd ok\n") || !strings.HasSuffix(string(r.body), ep+" check passed\n") {
+			t.Fatalf("%s verbose: %s", ep, r.body)
+		}
+	}
+	r := e.do("GET", "/readyz?verbose&exclude=etcd&exclude=nope", "")
+	if !strings.Contains(string(r.body), "[+]etcd excluded: ok\n") || !strings.Contains(string(r.body), "[+]shutdown ok\n") ||
+		!strings.Contains(string(r.body), `warn: some health checks cannot be excluded: no matches for "nope"`) {
+		t.Fatalf("exclude: %s", r.body)
+	}
+	if r := e.do("GET", "/readyz/poststarthook/crd-informer-synced", ""); r.code != 200 || string(r.body) != "ok" {
+		t.Fatalf("single check: %d %s", r.code, r.body)
+	}
+	if r := e.do("GET", "/livez/etcd", ""); r.code != 200 {
+		t.Fatalf("livez/etcd: %d", r.code)
+	}
+
+	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.do("GET", ctPath, "")
+	e.do("GET", ctPath+"/missing", "")
+	m := e.do("GET", "/metrics", "")
+	for _, want := range []string{
+		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="stable.example.com",resource="crontabs",scope="namespace",subresource="",verb="LIST",version="v1"}`,
+		`apiserver_request_total{code="404",component="apiserver",dry_run="",group="stable.example.com",resource="crontabs",scope="resource",subresource="",verb="GET",version="v1"}`,
+		`apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="stable.example.com",resource="crontabs",scope="namespace",subresource="",verb="LIST",version="v1",le="0.005"}`,
+	} {
+		if !strings.Contains(string(m.body), want) {
+			t.Fatalf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestHealthFailsWhenShuttingDown(t *testing.T) {
+	e := start(t)
+	handler := e.srv.Handler()
+	go func() { _ = e.srv.Close() }()
+	err := wait.PollUntilContextTimeout(e.ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		rec := &recorder{header: http.Header{}}
+		req, _ := http.NewRequest("GET", "/readyz", nil)
+		handler.ServeHTTP(rec, req)
+		return rec.code == 500 && strings.Contains(rec.body.String(), "[-]shutdown failed: reason withheld") &&
+			strings.HasSuffix(rec.body.String(), "readyz check failed\n"), nil
+	})
+	if err != nil {
+		t.Fatal("readyz did not fail during shutdown")
+	}
+}
+
+type recorder struct {
+	header http.Header
+	code   int
+	body   strings.Builder
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(c int) {
+	if r.code == 0 {
+		r.code = c
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = 200
+	}
+	return r.body.Write(b)
+}
+
+func TestRestartKeepsObjects(t *testing.T) {
+	dir := t.TempDir()
+	e := start(t, func(c *server.Config) { c.DataDir = dir })
+	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.seed("default", 3)
+	if err := e.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := start(t, func(c *server.Config) { c.DataDir = dir })
+	e2.waitEstablished("crontabs.stable.example.com")
+	l, err := e2.dyn.Resource(crontabs).Namespace("default").List(e2.ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 3 {
+		t.Fatalf("after restart: %v %d", err, len(l.Items))
+	}
+}
