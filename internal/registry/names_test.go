@@ -1,0 +1,56 @@
+package registry
+
+import (
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func crdNamed(group, plural, singular, kind string, short ...string) *apiextensionsv1.CustomResourceDefinition {
+	names := apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: singular, Kind: kind, ListKind: kind + "List", ShortNames: short}
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		Spec:       apiextensionsv1.CustomResourceDefinitionSpec{Group: group, Names: names},
+	}
+}
+
+func TestAcceptNames(t *testing.T) {
+	held := crdNamed("g.io", "foos", "foo", "Foo", "f")
+	held.Status.AcceptedNames = held.Spec.Names
+	r := &Registry{defs: map[string]*crdEntry{held.Name: {crd: held}}}
+
+	cases := []struct {
+		name   string
+		crd    *apiextensionsv1.CustomResourceDefinition
+		status apiextensionsv1.ConditionStatus
+		reason string
+		msg    string
+	}{
+		{"free", crdNamed("g.io", "bars", "bar", "Bar", "b"), "True", "NoConflicts", "no conflicts found"},
+		{"other group", crdNamed("h.io", "foos", "foo", "Foo", "f"), "True", "NoConflicts", "no conflicts found"},
+		{"plural", crdNamed("g.io", "foo", "baz", "Baz"), "False", "PluralConflict", `"foo" is already in use`},
+		{"short name", crdNamed("g.io", "bars", "bar", "Bar", "f"), "False", "ShortNamesConflict", `"f" is already in use`},
+		{"kind", crdNamed("g.io", "bars", "bar", "Foo"), "False", "ListKindConflict", `"FooList" is already in use`},
+		{"built-in", crdNamed("", "namespaces", "namespace", "Namespace"), "False", "ListKindConflict", `"NamespaceList" is already in use`},
+	}
+	r.builtins = append(r.builtins, namespaceResource(nil))
+	for _, c := range cases {
+		names, cond, est := r.acceptNames(c.crd)
+		if cond.Status != c.status || cond.Reason != c.reason || cond.Message != c.msg {
+			t.Errorf("%s: %s %s %q", c.name, cond.Status, cond.Reason, cond.Message)
+		}
+		if c.status == "True" {
+			if names.Plural != c.crd.Spec.Names.Plural || est.Reason != "Installing" {
+				t.Errorf("%s: names %+v established %+v", c.name, names, est)
+			}
+		} else if est.Reason != "NotAccepted" {
+			t.Errorf("%s: established %+v", c.name, est)
+		}
+	}
+	// A CRD keeps the names it was accepted with.
+	names, cond, _ := r.acceptNames(held)
+	if cond.Status != "True" || names.Plural != "foos" {
+		t.Errorf("held names: %+v %+v", names, cond)
+	}
+}
