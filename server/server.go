@@ -19,6 +19,7 @@ import (
 	"github.com/crdserver/crdserver/internal/filters"
 	"github.com/crdserver/crdserver/internal/health"
 	"github.com/crdserver/crdserver/internal/loopback"
+	"github.com/crdserver/crdserver/internal/openapi"
 	"github.com/crdserver/crdserver/internal/registry"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/resource"
@@ -279,6 +280,8 @@ func (s *Server) shutdownStorage() {
 func (s *Server) buildHandler() http.Handler {
 	metrics := filters.NewMetrics()
 	disc := &discovery.Handler{Registry: s.registry, Version: Version}
+	oapi := openapi.New()
+	s.registry.Subscribe(oapi.Sync)
 	res := &resource.Handler{
 		Store:             s.store,
 		Namespaces:        s.registry.NamespaceChecker(),
@@ -343,6 +346,8 @@ func (s *Server) buildHandler() http.Handler {
 			readyz.ServeHTTP(w, r)
 		case p == "/healthz" || strings.HasPrefix(p, "/healthz/"):
 			healthz.ServeHTTP(w, r)
+		case p == "/openapi/v2" || p == "/openapi/v3" || strings.HasPrefix(p, "/openapi/v3/"):
+			oapi.ServeHTTP(w, r)
 		case strings.HasPrefix(p, "/api"):
 			if !disc.ServeHTTP(w, r) {
 				request.WriteError(w, r, request.NotFound())

@@ -1,0 +1,122 @@
+package openapi
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
+	"k8s.io/kube-openapi/pkg/spec3"
+)
+
+func TestCRDDocuments(t *testing.T) {
+	p := New()
+	hidden := cronTab(t, "hidden.example.com", "3")
+	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{cronTab(t, "", "1"), hidden}, hidden.Name))
+
+	urls := root(t, p)
+	if _, ok := urls["apis/stable.example.com/v1"]; !ok {
+		t.Fatalf("root does not list the CronTab group/version: %v", keys(urls))
+	}
+	if _, ok := urls["apis/hidden.example.com/v1"]; ok {
+		t.Errorf("root lists a CRD that is not Established")
+	}
+	doc := document(t, p, "apis/stable.example.com/v1")
+	op := patchOperation(t, doc, "/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}")
+	if !hasQueryParam(op, "fieldValidation") {
+		t.Errorf("CronTab PATCH has no fieldValidation")
+	}
+	if got := gvkExtension(t, op.Extensions); got["kind"] != "CronTab" || got["group"] != "stable.example.com" {
+		t.Errorf("CronTab PATCH GVK %v", got)
+	}
+	if _, ok := op.RequestBody.Content[strategicPatch]; ok {
+		t.Errorf("CronTab PATCH offers strategic merge patch")
+	}
+	s := doc.Components.Schemas["com.example.stable.v1.CronTab"]
+	if s == nil || s.Properties["spec"].Properties["cronSpec"].Type[0] != "string" {
+		t.Errorf("CronTab schema: %+v", s)
+	}
+}
+
+// countBuilds counts the CRD v3 documents built while the test runs.
+func countBuilds(t *testing.T) *atomic.Int32 {
+	var n atomic.Int32
+	orig := buildCRDV3
+	buildCRDV3 = func(crd *apiextensionsv1.CustomResourceDefinition, version string, opts builder.Options) (*spec3.OpenAPI, error) {
+		n.Add(1)
+		return orig(crd, version, opts)
+	}
+	t.Cleanup(func() { buildCRDV3 = orig })
+	return &n
+}
+
+func TestOnlyChangedGroupVersionsAreRebuilt(t *testing.T) {
+	builds := countBuilds(t)
+	p := New()
+	stable, other := cronTab(t, "", "1"), cronTab(t, "other.example.com", "2")
+	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{stable, other}))
+	if n := builds.Load(); n != 0 {
+		t.Fatalf("%d documents built before any request", n)
+	}
+	before := root(t, p)
+	if n := builds.Load(); n != 2 {
+		t.Fatalf("%d documents built for the root, want 2", n)
+	}
+
+	// A new Index with the same CRDs changes nothing.
+	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{stable, other}))
+	if same := root(t, p); !equalMaps(same, before) || builds.Load() != 2 {
+		t.Errorf("unchanged CRDs: builds %d, root %v, was %v", builds.Load(), same, before)
+	}
+
+	// A changed CronTab changes its group/version's hash only.
+	changed := cronTab(t, "", "5")
+	changed.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["schedule"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{changed, other}))
+	after := root(t, p)
+	if n := builds.Load(); n != 3 {
+		t.Errorf("%d documents built after one CRD changed, want 3", n)
+	}
+	for path, u := range before {
+		if changedPath := path == "apis/stable.example.com/v1"; (after[path] != u) != changedPath {
+			t.Errorf("%s: hash %s → %s", path, u, after[path])
+		}
+	}
+	if _, ok := document(t, p, "apis/stable.example.com/v1").Components.Schemas["com.example.stable.v1.CronTab"].Properties["spec"].Properties["schedule"]; !ok {
+		t.Errorf("the CronTab document does not have the new field")
+	}
+
+	// A group/version with no CRD left is gone.
+	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{other}))
+	if _, ok := root(t, p)["apis/stable.example.com/v1"]; ok {
+		t.Errorf("root still lists apis/stable.example.com/v1")
+	}
+	if w := get(t, p, "/openapi/v3/apis/stable.example.com/v1", ""); w.Code != http.StatusNotFound {
+		t.Errorf("deleted group/version: %d", w.Code)
+	}
+}
+
+func TestConcurrentSyncAndRequests(t *testing.T) {
+	p := New()
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for i := range 20 {
+		crds = append(crds, cronTab(t, "", strconv.Itoa(i)))
+	}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for _, crd := range crds[i*5 : i*5+5] {
+				p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{crd}))
+				get(t, p, "/openapi/v3/apis/stable.example.com/v1", "")
+				get(t, p, "/openapi/v2", "")
+			}
+		})
+	}
+	wg.Wait()
+	if _, ok := root(t, p)["apis/stable.example.com/v1"]; !ok {
+		t.Errorf("CronTab group/version missing")
+	}
+}
