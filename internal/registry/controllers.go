@@ -29,7 +29,7 @@ import (
 // Start runs the registry's controllers with a client of the server's own
 // API (a loopback config): the CRD controllers (names, established,
 // cleanup on delete) and the namespace controller. It creates the system
-// namespaces and returns; the controllers run until ctx ends.
+// namespaces (ctx bounds that) and returns; the controllers run until Stop.
 func (r *Registry) Start(ctx context.Context, cfg *rest.Config) error {
 	var err error
 	if r.crdClient, err = apiextensionsclient.NewForConfig(cfg); err != nil {
@@ -46,9 +46,9 @@ func (r *Registry) Start(ctx context.Context, cfg *rest.Config) error {
 	if err := r.ensureSystemNamespaces(ctx); err != nil {
 		return err
 	}
-	go r.followCRDs(ctx)
-	go r.followNamespaces(ctx)
-	go r.crdWorker(ctx)
+	go r.followCRDs(r.ctx)
+	go r.followNamespaces(r.ctx)
+	go r.crdWorker(r.ctx)
 	return nil
 }
 

@@ -65,6 +65,10 @@ type Registry struct {
 	dyn       dynamic.Interface
 	queue     *queue
 
+	// ctx ends the controllers; Stop cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	mu          sync.Mutex
 	running     map[string]bool
 	subscribers []func(*Index)
@@ -89,6 +93,7 @@ func New(s *store.Store, cacheOpts store.CacheOptions, log *slog.Logger) *Regist
 		caches:    map[string]*store.Cache{},
 		defs:      map[string]*crdEntry{},
 	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.crds = crdResource(store.NewCache(s, crdPrefix, resource.DecodeItem, cacheOpts, log))
 	r.namespaces = namespaceResource(store.NewCache(s, namespacePrefix, resource.DecodeItem, cacheOpts, log))
 	r.builtins = []*resource.Resource{r.namespaces, r.crds}
@@ -163,8 +168,9 @@ func (r *Registry) Subscribe(f func(*Index)) {
 	f(r.index.Load())
 }
 
-// Stop stops every watch cache.
+// Stop stops the controllers and every watch cache.
 func (r *Registry) Stop() {
+	r.cancel()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, b := range r.builtins {
