@@ -14,6 +14,7 @@ import (
 
 	"github.com/crdserver/crdserver/server"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -259,4 +260,60 @@ func TestRestartKeepsObjects(t *testing.T) {
 	if err != nil || len(l.Items) != 3 {
 		t.Fatalf("after restart: %v %d", err, len(l.Items))
 	}
+}
+
+func TestTables(t *testing.T) {
+	e := start(t)
+	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd.Spec.Versions[0].AdditionalPrinterColumns = []apiextensionsv1.CustomResourceColumnDefinition{
+		{Name: "Spec", Type: "string", JSONPath: ".spec.cronSpec"},
+		{Name: "Replicas", Type: "integer", JSONPath: ".spec.replicas"},
+		{Name: "Image", Type: "string", JSONPath: ".spec.image", Priority: 1},
+	}
+	e.createCRD(crd)
+	e.seed("default", 2)
+	table := "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+	r := e.do("GET", ctPath, "", "Accept", table)
+	var tbl metav1.Table
+	if err := json.Unmarshal(r.body, &tbl); err != nil || tbl.Kind != "Table" || tbl.APIVersion != "meta.k8s.io/v1" {
+		t.Fatalf("table: %v %s", err, r.body)
+	}
+	cols := []string{}
+	for _, c := range tbl.ColumnDefinitions {
+		cols = append(cols, fmt.Sprintf("%s:%s:%d", c.Name, c.Type, c.Priority))
+	}
+	if strings.Join(cols, " ") != "Name:string:0 Spec:string:0 Replicas:integer:0 Image:string:1" || len(tbl.Rows) != 2 || tbl.ResourceVersion == "" {
+		t.Fatalf("columns %v rows %d", cols, len(tbl.Rows))
+	}
+	if tbl.Rows[0].Cells[0] != "ct-000" || tbl.Rows[0].Cells[1] != "* * * * */5" || tbl.Rows[0].Cells[3] != "my-awesome-cron-image" {
+		t.Fatalf("cells %v", tbl.Rows[0].Cells)
+	}
+	if !strings.Contains(string(tbl.Rows[0].Object.Raw), `"kind":"PartialObjectMetadata"`) {
+		t.Fatalf("row object %s", tbl.Rows[0].Object.Raw)
+	}
+	// includeObject.
+	r = e.do("GET", ctPath+"/ct-000?includeObject=Object", "", "Accept", table)
+	if err := json.Unmarshal(r.body, &tbl); err != nil || len(tbl.Rows) != 1 || !strings.Contains(string(tbl.Rows[0].Object.Raw), `"kind":"CronTab"`) {
+		t.Fatalf("includeObject=Object: %s", r.body)
+	}
+	r = e.do("GET", ctPath+"?includeObject=None", "", "Accept", table)
+	if !contains(r.body, `"object":null`) {
+		t.Fatalf("includeObject=None: %s", r.body)
+	}
+	expectStatus(t, e.do("GET", ctPath+"?includeObject=Some", "", "Accept", table), http.StatusBadRequest, metav1.StatusReasonBadRequest, `unrecognized includeObject value: "Some"`)
+	// Without printer columns: Name and Age; the CRD list has its own.
+	r = e.do("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "", "Accept", table)
+	if !contains(r.body, `"name":"Scope"`) || !contains(r.body, `"v1(storage)"`) {
+		t.Fatalf("CRD table: %s", r.body)
+	}
+	r = e.do("GET", "/api/v1/namespaces/default", "", "Accept", table)
+	if !contains(r.body, `"cells":["default","Active",`) {
+		t.Fatalf("namespace table: %s", r.body)
+	}
+	// Metadata only.
+	r = e.do("GET", ctPath, "", "Accept", "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
+	if r.code != 200 || !contains(r.body, `"kind":"PartialObjectMetadataList"`) || contains(r.body, "cronSpec") {
+		t.Fatalf("metadata list: %s", r.body)
+	}
+	expectStatus(t, e.do("GET", ctPath, "", "Accept", "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"), http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "")
 }

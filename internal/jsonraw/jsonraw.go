@@ -216,3 +216,26 @@ func SetString(obj []byte, key, value string) ([]byte, error) {
 	}
 	return splice(obj, open+1, open+1, ins), nil
 }
+
+// ResourceVersion returns metadata.resourceVersion of an object, 0 if it
+// has none or it is not a number.
+func ResourceVersion(obj []byte) (int64, error) {
+	top, _, err := members(obj, 0)
+	if err != nil {
+		return 0, err
+	}
+	md := find(top, "metadata")
+	if md == nil || obj[md.start] != '{' {
+		return 0, nil
+	}
+	inner, _, err := members(obj, md.start)
+	if err != nil {
+		return 0, err
+	}
+	m := find(inner, "resourceVersion")
+	if m == nil || obj[m.start] != '"' {
+		return 0, nil
+	}
+	n, _ := strconv.ParseInt(string(obj[m.start+1:m.end-1]), 10, 64)
+	return n, nil
+}

@@ -34,6 +34,7 @@ func crdResource(cache *store.Cache) *resource.Resource {
 		Cache:          cache,
 		Strategy:       crdStrategy{},
 		Converter:      resource.ApiVersionConverter{},
+		Table:          crdTable{},
 		Protobuf:       true,
 		Verbs:          []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 	}
@@ -277,6 +278,7 @@ func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *sto
 		Cache:          cache,
 		Strategy:       customResourceStrategy{status: status},
 		Converter:      resource.ApiVersionConverter{},
+		Table:          newCustomResourceTable(crd),
 		Terminating:    crd.DeletionTimestamp != nil || apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating),
 		Verbs:          resource.DefaultVerbs,
 	}

@@ -40,6 +40,7 @@ func namespaceResource(cache *store.Cache) *resource.Resource {
 		Cache:                    cache,
 		Strategy:                 namespaceStrategy{},
 		Converter:                resource.ApiVersionConverter{},
+		Table:                    namespaceTable{},
 		AllowUnconditionalUpdate: true,
 		Protobuf:                 true,
 		StrategicMergeType:       &corev1.Namespace{},

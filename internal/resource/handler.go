@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -201,9 +202,14 @@ func tooLarge(requested, current int64) error {
 	return err
 }
 
-// respond converts a stored object to the request's version and sends it.
+// respond converts a stored object to the request's version and sends it
+// (as a Table or metadata only, if a get asks for that).
 func (c *call) respond(code int, raw []byte) {
-	t, err := request.Negotiate(c.r, request.Offer{})
+	offer := request.Offer{}
+	if c.info.Verb == "get" {
+		offer = readOffer
+	}
+	t, err := request.Negotiate(c.r, offer)
 	if err != nil {
 		c.fail(err)
 		return
@@ -211,6 +217,11 @@ func (c *call) respond(code int, raw []byte) {
 	out, err := c.convert([][]byte{raw})
 	if err != nil {
 		c.fail(err)
+		return
+	}
+	if t.As != request.AsObject {
+		rv, _ := jsonraw.ResourceVersion(out[0])
+		c.transform(t, out, false, rv, "", 0)
 		return
 	}
 	request.Write(c.w, c.r, code, t, out[0])

@@ -256,7 +256,7 @@ func (c *call) list() {
 		c.fail(err)
 		return
 	}
-	t, err := request.Negotiate(c.r, request.Offer{})
+	t, err := request.Negotiate(c.r, readOffer)
 	if err != nil {
 		c.fail(err)
 		return
@@ -274,6 +274,10 @@ func (c *call) list() {
 	cont := ""
 	if p.next != "" {
 		cont = encodeContinue(p.next, c.res.KeyPrefix, p.rev)
+	}
+	if t.As != request.AsObject {
+		c.transform(t, items, true, p.rev, cont, p.remaining)
+		return
 	}
 	request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, p.rev, cont, p.remaining))
 }

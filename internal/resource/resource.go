@@ -36,6 +36,8 @@ type Resource struct {
 	Strategy Strategy
 	// Converter converts objects between versions.
 	Converter Converter
+	// Table makes the Tables of `kubectl get` (nil: Name and Age).
+	Table TableConvertor
 	// AllowUnconditionalUpdate lets a PUT without resourceVersion through
 	// (true for namespaces; custom resources and CRDs require one).
 	AllowUnconditionalUpdate bool

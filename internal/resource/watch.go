@@ -24,9 +24,21 @@ func (c *call) watch() {
 		c.fail(err)
 		return
 	}
-	if _, err := request.Negotiate(c.r, request.Offer{NoYAML: true}); err != nil {
+	offer := readOffer
+	offer.NoYAML = true
+	target, err := request.Negotiate(c.r, offer)
+	if err != nil {
 		c.fail(err)
 		return
+	}
+	if target.As == request.AsPartialObjectMetadataList {
+		target.As = request.AsPartialObjectMetadata
+	}
+	if target.As == request.AsTable {
+		if _, err := c.includeObject(); err != nil {
+			c.fail(err)
+			return
+		}
 	}
 	if c.info.Name != "" {
 		// GET .../watch/<resource>/<name>: the deprecated single-object watch.
@@ -107,6 +119,20 @@ func (c *call) watch() {
 		flusher.Flush()
 	}
 	var buf bytes.Buffer
+	// Tables carry their column definitions in the first event only.
+	headersSent := false
+	event := func(typ string, obj []byte) error {
+		if target.As != request.AsObject {
+			out, err := c.watchTransform(target, obj, headersSent)
+			if err != nil {
+				return err
+			}
+			headersSent = true
+			obj = out
+		}
+		writeEvent(&buf, typ, obj)
+		return nil
+	}
 	send := func() bool {
 		_, err := c.w.Write(buf.Bytes())
 		buf.Reset()
@@ -145,7 +171,11 @@ func (c *call) watch() {
 				return
 			}
 			for _, o := range out {
-				writeEvent(&buf, string(store.Added), o)
+				if err := event(string(store.Added), o); err != nil {
+					c.sendError(&buf, err)
+					send()
+					return
+				}
 			}
 			if !send() {
 				return
@@ -153,7 +183,9 @@ func (c *call) watch() {
 		}
 	}
 	if initialEnd {
-		writeEvent(&buf, string(store.Bookmark), c.bookmarkObject(startRev, true))
+		if err := event(string(store.Bookmark), c.bookmarkObject(startRev, true)); err != nil {
+			c.sendError(&buf, err)
+		}
 		if !send() {
 			return
 		}
@@ -163,7 +195,9 @@ func (c *call) watch() {
 			if !opts.AllowWatchBookmarks {
 				return true
 			}
-			writeEvent(&buf, string(store.Bookmark), c.bookmarkObject(ev.Rev, false))
+			if err := event(string(store.Bookmark), c.bookmarkObject(ev.Rev, false)); err != nil {
+				c.sendError(&buf, err)
+			}
 			return send()
 		}
 		out, err := c.convert([][]byte{ev.Item.Raw})
@@ -172,7 +206,11 @@ func (c *call) watch() {
 			send()
 			return false
 		}
-		writeEvent(&buf, string(ev.Type), out[0])
+		if err := event(string(ev.Type), out[0]); err != nil {
+			c.sendError(&buf, err)
+			send()
+			return false
+		}
 		return send()
 	}
 	for _, ev := range replay {
