@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// procMem is the resident memory of one process.
+type procMem struct {
+	Name     string  `json:"name"`
+	PID      int     `json:"pid"`
+	VmRSSMiB float64 `json:"vmrss_mib"`
+	VmHWMMiB float64 `json:"vmhwm_mib"`
+	Error    string  `json:"error,omitempty"`
+}
+
+// readMem reads VmRSS and VmHWM from /proc/PID/status.
+func readMem(name string, pid int) procMem {
+	m := procMem{Name: name, PID: pid}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		m.Error = err.Error()
+		return m
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kib, _ := strconv.ParseFloat(fields[1], 64)
+		switch fields[0] {
+		case "VmRSS:":
+			m.VmRSSMiB = kib / 1024
+		case "VmHWM:":
+			m.VmHWMMiB = kib / 1024
+		}
+	}
+	return m
+}
+
+// namedPIDs is a repeatable name=PID flag.
+type namedPIDs []struct {
+	name string
+	pid  int
+}
+
+func (p *namedPIDs) String() string { return fmt.Sprint(*p) }
+func (p *namedPIDs) Set(s string) error {
+	name, v, ok := strings.Cut(s, "=")
+	pid, err := strconv.Atoi(v)
+	if !ok || err != nil || pid <= 0 {
+		return fmt.Errorf("want name=PID, got %q", s)
+	}
+	*p = append(*p, struct {
+		name string
+		pid  int
+	}{name, pid})
+	return nil
+}
+
+type startResult struct {
+	Name        string    `json:"name"`
+	Command     []string  `json:"command"`
+	PID         int       `json:"pid"`
+	ReadyMs     float64   `json:"launch_to_ready_ms"`
+	SinceT0Ms   float64   `json:"t0_to_ready_ms,omitempty"`
+	Polls       int       `json:"readyz_polls"`
+	IdleSec     float64   `json:"idle_seconds"`
+	Mem         []procMem `json:"mem"`
+	TotalRSSMiB float64   `json:"total_vmrss_mib"`
+	StopMs      float64   `json:"stop_ms"`
+	Error       string    `json:"error,omitempty"`
+}
+
+// runStart launches a server, times launch -> /readyz "ok", reads its
+// resident memory after an idle pause, and stops it (SIGTERM, then SIGKILL).
+func runStart(args []string) error {
+	fs := flag.NewFlagSet("start", flag.ExitOnError)
+	var t tlsFlags
+	t.register(fs)
+	var (
+		name    = fs.String("name", "server", "name of the measured process in the results")
+		readyz  = fs.String("readyz", "", "readiness URL; ready is HTTP 200 with body \"ok\" (loopback only)")
+		poll    = fs.Duration("poll", 5*time.Millisecond, "readiness poll interval")
+		timeout = fs.Duration("timeout", 60*time.Second, "give up if not ready after this long")
+		idle    = fs.Duration("idle", 5*time.Second, "idle time after ready before reading VmRSS")
+		logFile = fs.String("log", "", "file for the server's stdout and stderr (default: discard)")
+		t0ns    = fs.Int64("t0-unix-ns", 0, "also report the time to ready from this instant (e.g. when a separate etcd was launched)")
+		jsonOut = fs.String("json", "", "write the result as JSON to this file")
+		others  namedPIDs
+	)
+	fs.Var(&others, "rss-pid", "name=PID of another process whose VmRSS is counted too (repeatable)")
+	_ = fs.Parse(args)
+	cmdline := fs.Args()
+	if len(cmdline) == 0 {
+		return errors.New("start: give the command to launch after --")
+	}
+	u, err := checkLoopback(*readyz)
+	if err != nil {
+		return err
+	}
+	client, err := newClient(u, t, 1)
+	if err != nil {
+		return err
+	}
+	client.Timeout = time.Second
+	res := &startResult{Name: *name, Command: cmdline, IdleSec: idle.Seconds()}
+	fail := func(err error) error {
+		res.Error = err.Error()
+		if *jsonOut != "" {
+			_ = writeJSON(*jsonOut, res)
+		}
+		return err
+	}
+
+	out := io.Discard
+	if *logFile != "" {
+		f, err := os.Create(*logFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	cmd := exec.Command(cmdline[0], cmdline[1:]...)
+	cmd.Stdout, cmd.Stderr = out, out
+	exited := make(chan error, 1)
+
+	launch := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	go func() { exited <- cmd.Wait() }()
+	res.PID = cmd.Process.Pid
+	// If crdbench is interrupted, do not leave the server behind.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		os.Exit(130)
+	}()
+	stop := func() {
+		t0 := time.Now()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		res.StopMs = ms(time.Since(t0))
+	}
+
+	var ready time.Time
+	for {
+		res.Polls++
+		if resp, err := client.Get(*readyz); err == nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(b)) == "ok" {
+				ready = time.Now()
+				break
+			}
+		}
+		select {
+		case err := <-exited:
+			return fail(fmt.Errorf("%s exited before it was ready: %v (see %s)", *name, err, *logFile))
+		default:
+		}
+		if time.Since(launch) > *timeout {
+			stop()
+			return fail(fmt.Errorf("%s not ready after %v", *name, *timeout))
+		}
+		time.Sleep(*poll)
+	}
+	res.ReadyMs = ms(ready.Sub(launch))
+	if *t0ns > 0 {
+		res.SinceT0Ms = ms(ready.Sub(time.Unix(0, *t0ns)))
+	}
+
+	time.Sleep(*idle)
+	select {
+	case err := <-exited:
+		return fail(fmt.Errorf("%s exited while idle: %v", *name, err))
+	default:
+	}
+	res.Mem = append(res.Mem, readMem(*name, res.PID))
+	for _, o := range others {
+		res.Mem = append(res.Mem, readMem(o.name, o.pid))
+	}
+	for _, m := range res.Mem {
+		res.TotalRSSMiB += m.VmRSSMiB
+	}
+	stop()
+
+	fmt.Printf("%s: launch -> /readyz ok %.1f ms (%d polls)", *name, res.ReadyMs, res.Polls)
+	if res.SinceT0Ms > 0 {
+		fmt.Printf(", %.1f ms after t0", res.SinceT0Ms)
+	}
+	fmt.Printf("; after %v idle:", *idle)
+	for _, m := range res.Mem {
+		fmt.Printf(" %s VmRSS %.1f MiB;", m.Name, m.VmRSSMiB)
+	}
+	fmt.Printf(" total %.1f MiB; stopped in %.0f ms\n", res.TotalRSSMiB, res.StopMs)
+	if *jsonOut != "" {
+		return writeJSON(*jsonOut, res)
+	}
+	return nil
+}
+
+// runRSS reads the resident memory of running processes.
+func runRSS(args []string) error {
+	fs := flag.NewFlagSet("rss", flag.ExitOnError)
+	jsonOut := fs.String("json", "", "write the result as JSON to this file")
+	label := fs.String("label", "", "what state the processes are in")
+	_ = fs.Parse(args)
+	var pids namedPIDs
+	for _, a := range fs.Args() {
+		if err := pids.Set(a); err != nil {
+			return err
+		}
+	}
+	res := struct {
+		Label       string    `json:"label"`
+		Mem         []procMem `json:"mem"`
+		TotalRSSMiB float64   `json:"total_vmrss_mib"`
+	}{Label: *label}
+	for _, p := range pids {
+		m := readMem(p.name, p.pid)
+		res.Mem = append(res.Mem, m)
+		res.TotalRSSMiB += m.VmRSSMiB
+		fmt.Printf("%s pid %d VmRSS %.1f MiB VmHWM %.1f MiB %s\n", m.Name, m.PID, m.VmRSSMiB, m.VmHWMMiB, m.Error)
+	}
+	if *jsonOut != "" {
+		return writeJSON(*jsonOut, res)
+	}
+	return nil
+}
+
+// runFreePort prints n distinct free TCP ports on 127.0.0.1.
+func runFreePort(args []string) error {
+	fs := flag.NewFlagSet("freeport", flag.ExitOnError)
+	n := fs.Int("n", 1, "how many ports")
+	_ = fs.Parse(args)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for i := 0; i < *n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		ls = append(ls, l)
+		fmt.Println(l.Addr().(*net.TCPAddr).Port)
+	}
+	return nil
+}

@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# Whole-server benchmark: crdserver beside the reference (upstream apiextensions-apiserver).
+#
+#   bench/run.sh                      # writes bench/RESULTS.md and bench/results/*
+#
+# Steps (every command run is also written to bench/results/commands.txt):
+#   1. builds crdserver and crdbench into a temp dir (nothing outside bench/ is written);
+#   2. start-up + idle RSS of crdserver: STARTS launches on fresh data dirs and free loopback ports;
+#   3. start-up + idle RSS of the reference: REF_STARTS private instances (fresh etcd + kube-stub +
+#      apiextensions-apiserver on free loopback ports, the flags of start-reference.sh), so the
+#      shared reference is left alone;
+#   4. load on crdserver (fresh data dir): the widget CRD via kubectl, then crdbench load;
+#   5. load on the shared reference (./start-reference.sh; stopped again only if this script
+#      started it; the CRD is deleted again only if this script created it);
+#   6. crdbench report -> bench/RESULTS.md.
+#
+# Environment: N (1000), LIST_N (10000), LISTS (5), CONC (8), STARTS (5), REF_STARTS (3),
+# IDLE (5s), REF (/work/shared/reference).
+set -uo pipefail
+set +m
+
+HERE="$(cd "$(dirname "$0")" && pwd -P)"
+ROOT="$(dirname "$HERE")"
+REF="${REF:-/work/shared/reference}"
+N="${N:-1000}"
+LIST_N="${LIST_N:-10000}"
+LISTS="${LISTS:-5}"
+CONC="${CONC:-8}"
+STARTS="${STARTS:-5}"
+REF_STARTS="${REF_STARTS:-3}"
+IDLE="${IDLE:-5s}"
+CRD_FILE="$REF/examples/widget-crd.yaml"
+CRD_NAME=widgets.peer.example.com
+OUT="$HERE/results"
+WORK="$(mktemp -d /tmp/crdbench.XXXXXX)"
+
+log() { echo "run.sh: $*" >&2; }
+# logcmd: append a command line to commands.txt, quoted only where the shell needs it.
+logcmd() {
+  local a line=""
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./:=,@+%-]+$ ]]; then line+="$a "; else line+="'${a//\'/\'\\\'\'}' "; fi
+  done
+  echo "${line% }${SUFFIX:-}" >>"$OUT/commands.txt"
+}
+# run: log a command, then run it. run_bg: the same in the background ($! is the command's PID).
+run() { logcmd "$@"; "$@"; }
+run_bg() { SUFFIX=" &" logcmd "$@"; "$@" & }
+note() { echo "$*" >>"$OUT/notes.md"; }
+extra() { echo "$*" >>"$OUT/failures-extra.md"; }
+
+# Processes this script started, stopped on exit by PID only.
+OUR_PIDS=()
+REF_STARTED=0
+REF_CRD_CREATED=0
+cleanup() {
+  for pid in "${OUR_PIDS[@]+"${OUR_PIDS[@]}"}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null
+    fi
+  done
+  if [[ $REF_CRD_CREATED == 1 && $REF_STARTED == 0 ]]; then
+    "$REF/bin/kubectl" --kubeconfig "$REF/reference.kubeconfig" --cache-dir "$WORK/kubectl-cache-reference" \
+      delete crd "$CRD_NAME" --ignore-not-found --timeout=180s >&2 || log "could not delete $CRD_NAME from the reference"
+  fi
+  if [[ $REF_STARTED == 1 ]]; then
+    "$REF/stop-reference.sh" >&2 || true
+  fi
+  rm -rf -- "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# stop_pid: SIGTERM one of our PIDs, wait for it, and forget it.
+stop_pid() {
+  kill -TERM "$1" 2>/dev/null
+  wait "$1" 2>/dev/null
+  local keep=() p
+  for p in "${OUR_PIDS[@]+"${OUR_PIDS[@]}"}"; do [[ $p == "$1" ]] || keep+=("$p"); done
+  OUR_PIDS=("${keep[@]}")
+}
+wait_ok() { # url seconds [curl args]
+  local url=$1 deadline=$((SECONDS + $2)); shift 2
+  until [[ "$(curl -s --max-time 2 "$@" "$url")" == ok ]]; do
+    (( SECONDS < deadline )) || return 1
+    sleep 0.05
+  done
+}
+wait_200() { # url seconds
+  local deadline=$((SECONDS + $2))
+  until curl -sf -o /dev/null --max-time 2 "$1"; do
+    (( SECONDS < deadline )) || return 1
+    sleep 0.05
+  done
+}
+
+for b in kubectl etcd kube-stub apiextensions-apiserver; do
+  [[ -x "$REF/bin/$b" ]] || { log "missing $REF/bin/$b (run $REF/build.sh)"; exit 1; }
+done
+[[ -s "$REF/pki/admin.crt" ]] || { log "missing $REF/pki (run $REF/start-reference.sh once)"; exit 1; }
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+echo "# WORK=$WORK: a temporary folder, removed at the end" >"$OUT/commands.txt"
+
+# 0. Machine.
+{
+  echo "date:      $(date -u +%FT%TZ)"
+  echo "cpu:       $(nproc) cores ($(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo))"
+  echo "memory:    $(free -m | awk '/^Mem/{printf "%.1f GiB", $2/1024}')"
+  echo "kernel:    $(uname -sr)"
+  echo "go:        $(go version)"
+  echo "crdserver: commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
+  echo "reference: apiextensions-apiserver v1.37.2, etcd v3.7.3, kubectl v1.37.2 ($REF/bin)"
+  echo "load avg:  $(cut -d' ' -f1-3 /proc/loadavg) at the start (1/5/15 min; the machine is shared)"
+  echo "params:    N=$N LIST_N=$LIST_N LISTS=$LISTS CONC=$CONC STARTS=$STARTS REF_STARTS=$REF_STARTS IDLE=$IDLE"
+} >"$OUT/machine.txt"
+cat "$OUT/machine.txt" >&2
+
+# 1. Build.
+log "building crdserver and crdbench"
+cd "$ROOT" || exit 1
+echo "# build (from $ROOT)" >>"$OUT/commands.txt"
+run go build -o "$WORK/crdserver" ./cmd/crdserver || { log "crdserver does not build"; exit 1; }
+run go build -o "$WORK/crdbench" ./bench/cmd/crdbench || exit 1
+CB="$WORK/crdbench"
+
+# 2. crdserver start-up and idle RSS.
+echo "# crdserver start-up and idle RSS: $STARTS starts, each on a fresh data dir and a free port" >>"$OUT/commands.txt"
+for i in $(seq 1 "$STARTS"); do
+  port=$("$CB" freeport)
+  data="$WORK/crdserver-start-$i"
+  run "$CB" start -name crdserver -readyz "http://127.0.0.1:$port/readyz" -idle "$IDLE" \
+    -log "$OUT/crdserver-start-$i.log" -json "$OUT/start-crdserver-$i.json" -- \
+    "$WORK/crdserver" --data-dir "$data" --bind-address 127.0.0.1 --port "$port" || log "crdserver start $i failed"
+  rm -rf -- "$data"
+done
+
+# 3. Reference start-up and idle RSS, on private instances.
+echo "# reference start-up and idle RSS: $REF_STARTS private instances (fresh etcd, kube-stub, apiserver on free ports)" >>"$OUT/commands.txt"
+for i in $(seq 1 "$REF_STARTS"); do
+  read -r ETCD_PORT ETCD_PEER STUB_PORT API_PORT < <("$CB" freeport -n 4 | tr '\n' ' ')
+  d="$WORK/ref-start-$i"
+  mkdir -p "$d/etcd"
+  cat >"$d/stub.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kube-stub
+  cluster:
+    server: http://127.0.0.1:${STUB_PORT}
+contexts:
+- name: kube-stub
+  context:
+    cluster: kube-stub
+    user: apiextensions-apiserver
+current-context: kube-stub
+users:
+- name: apiextensions-apiserver
+  user: {}
+EOF
+  T0=$(date +%s%N)
+  run_bg "$REF/bin/etcd" --name reference --data-dir "$d/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER" \
+    --initial-cluster "reference=http://127.0.0.1:$ETCD_PEER" --initial-cluster-state new \
+    </dev/null >"$d/etcd.log" 2>&1
+  ETCD_PID=$!
+  OUR_PIDS+=("$ETCD_PID")
+  run_bg "$REF/bin/kube-stub" --listen "127.0.0.1:$STUB_PORT" </dev/null >"$d/kube-stub.log" 2>&1
+  STUB_PID=$!
+  OUR_PIDS+=("$STUB_PID")
+  if wait_200 "http://127.0.0.1:$ETCD_PORT/health" 30 && wait_200 "http://127.0.0.1:$STUB_PORT/healthz" 10; then
+    run "$CB" start -name apiextensions-apiserver -readyz "https://127.0.0.1:$API_PORT/readyz" -cacert "$REF/pki/ca.crt" \
+      -t0-unix-ns "$T0" -rss-pid "etcd=$ETCD_PID" -idle "$IDLE" \
+      -log "$d/apiserver.log" -json "$OUT/start-reference-$i.json" -- \
+      "$REF/bin/apiextensions-apiserver" \
+      --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+      --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
+      --tls-cert-file "$REF/pki/server.crt" --tls-private-key-file "$REF/pki/server.key" \
+      --client-ca-file "$REF/pki/ca.crt" \
+      --authentication-skip-lookup \
+      --authentication-kubeconfig "$d/stub.kubeconfig" --authorization-kubeconfig "$d/stub.kubeconfig" --kubeconfig "$d/stub.kubeconfig" \
+      --enable-priority-and-fairness=false \
+      --disable-admission-plugins NamespaceLifecycle,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ValidatingAdmissionPolicy,MutatingAdmissionPolicy \
+      || { log "reference start $i failed"; tail -n 20 "$d/apiserver.log" >&2; }
+  else
+    log "reference start $i: etcd or kube-stub not healthy"
+    tail -n 20 "$d/etcd.log" >&2
+  fi
+  stop_pid "$STUB_PID"
+  stop_pid "$ETCD_PID"
+  rm -rf -- "$d"
+done
+
+# 4. Load on crdserver.
+echo "# load on crdserver (fresh data dir)" >>"$OUT/commands.txt"
+port=$("$CB" freeport)
+CS_DATA="$WORK/crdserver-load"
+CS_URL="http://127.0.0.1:$port"
+run_bg "$WORK/crdserver" --data-dir "$CS_DATA" --bind-address 127.0.0.1 --port "$port" </dev/null >"$OUT/crdserver-load.log" 2>&1
+CS_PID=$!
+OUR_PIDS+=("$CS_PID")
+if wait_ok "$CS_URL/readyz" 60; then
+  for _ in $(seq 1 100); do [[ -s "$CS_DATA/admin.kubeconfig" ]] && break; sleep 0.05; done
+  if ! run "$REF/bin/kubectl" --kubeconfig "$CS_DATA/admin.kubeconfig" --cache-dir "$WORK/kubectl-cache-crdserver" \
+      create --validate=false -f "$CRD_FILE" >"$WORK/crd-crdserver.out" 2>&1; then
+    extra "- crdserver: \`kubectl create --validate=false -f widget-crd.yaml\` failed: $(tr '\n' ' ' <"$WORK/crd-crdserver.out")"
+  fi
+  cat "$WORK/crd-crdserver.out" >&2
+  run "$CB" load -server "$CS_URL" -crd "$CRD_NAME" -n "$N" -list-n "$LIST_N" -lists "$LISTS" -concurrency "$CONC" \
+    -rss-pid "crdserver=$CS_PID" -json "$OUT/load-crdserver.json" || log "crdserver load had failures"
+  # What the server said while the CRD was not Established, if anything.
+  if grep -q "level=WARN\|level=ERROR" "$OUT/crdserver-load.log"; then
+    extra "- crdserver log during the load (first warnings/errors; full log in \`bench/results/crdserver-load.log\`):"
+    extra ""
+    extra '  ```'
+    grep "level=WARN\|level=ERROR" "$OUT/crdserver-load.log" | head -n 3 | sed 's/^/  /' >>"$OUT/failures-extra.md"
+    extra "  ($(grep -c "level=WARN\|level=ERROR" "$OUT/crdserver-load.log") warning/error lines in all)"
+    extra '  ```'
+  fi
+else
+  log "crdserver did not become ready"
+  extra "- crdserver (load run) did not become ready within 60 s"
+fi
+stop_pid "$CS_PID"
+rm -rf -- "$CS_DATA"
+# Keep the log small.
+if [[ $(stat -c %s "$OUT/crdserver-load.log") -gt 200000 ]]; then
+  { head -n 200 "$OUT/crdserver-load.log"; echo "[... cut by run.sh ...]"; tail -n 200 "$OUT/crdserver-load.log"; } >"$WORK/l" && mv "$WORK/l" "$OUT/crdserver-load.log"
+fi
+
+# 5. Load on the shared reference.
+echo "# load on the shared reference" >>"$OUT/commands.txt"
+if REF_URL=$(run "$REF/start-reference.sh" 2>"$WORK/start-reference.err"); then
+  cat "$WORK/start-reference.err" >&2
+  if grep -q "already running" "$WORK/start-reference.err"; then
+    REF_STATE="was already running (left running)"
+  else
+    REF_STARTED=1
+    REF_STATE="was started by this run (./start-reference.sh: $(tr '\n' ' ' <"$REF/run/startup.txt"); stopped afterwards)"
+  fi
+  K=("$REF/bin/kubectl" --kubeconfig "$REF/reference.kubeconfig" --cache-dir "$WORK/kubectl-cache-reference")
+  if run "${K[@]}" create --validate=false -f "$CRD_FILE" >"$WORK/crd-reference.out" 2>&1; then
+    REF_CRD_CREATED=1
+  elif grep -q AlreadyExists "$WORK/crd-reference.out"; then
+    REF_STATE="$REF_STATE; the CRD $CRD_NAME already existed and was kept"
+  else
+    extra "- reference: kubectl create of the CRD failed: $(tr '\n' ' ' <"$WORK/crd-reference.out")"
+  fi
+  cat "$WORK/crd-reference.out" >&2
+  REF_API_PID=$(cat "$REF/run/apiextensions-apiserver.pid")
+  REF_ETCD_PID=$(cat "$REF/run/etcd.pid")
+  run "$CB" load -server "$REF_URL" -cacert "$REF/pki/ca.crt" -cert "$REF/pki/admin.crt" -key "$REF/pki/admin.key" \
+    -crd "$CRD_NAME" -settle 2s -n "$N" -list-n "$LIST_N" -lists "$LISTS" -concurrency "$CONC" -cleanup \
+    -rss-pid "apiextensions-apiserver=$REF_API_PID" -rss-pid "etcd=$REF_ETCD_PID" \
+    -json "$OUT/load-reference.json" || log "reference load had failures"
+  if [[ $REF_CRD_CREATED == 1 ]]; then
+    run "${K[@]}" delete crd "$CRD_NAME" --timeout=180s >&2 && REF_CRD_CREATED=0
+  fi
+else
+  cat "$WORK/start-reference.err" >&2
+  REF_STATE="could not be started: $(tail -n 3 "$WORK/start-reference.err" | tr '\n' ' ')"
+  extra "- reference: ./start-reference.sh failed: $(tail -n 3 "$WORK/start-reference.err" | tr '\n' ' ')"
+fi
+
+# 6. Notes and report.
+echo "load avg:  $(cut -d' ' -f1-3 /proc/loadavg) at the end" >>"$OUT/machine.txt"
+cat >>"$OUT/notes.md" <<EOF
+- **Start-up** is timed by \`crdbench start\` from just before it launches the server process (fork/exec)
+  to the first \`GET /readyz\` that answers 200 \`ok\`, polling every 5 ms (so up to ~5 ms of
+  granularity). crdserver: $STARTS launches, each on a fresh \`--data-dir\` and a free loopback port;
+  its etcd is embedded, so launch → ready includes etcd's start. Reference: $REF_STARTS private
+  instances started by run.sh itself with the exact flags of \`start-reference.sh\` (same PKI, free
+  loopback ports, fresh etcd data dir each time), so the shared reference is not disturbed.
+  The reference's etcd is a **separate process**: "launch → ready" counts only the
+  apiextensions-apiserver, launched once etcd (and kube-stub) already answer their health checks;
+  the "incl. etcd" row counts from etcd's launch, which is the fair comparison with crdserver.
+- **Idle RSS** is VmRSS from /proc/PID/status, $IDLE after ready, no CRDs, read in each start-up
+  run (median reported). crdserver is one process with its embedded etcd. The reference is
+  apiextensions-apiserver + etcd (kube-stub, the stand-in for the core API, ~8 MiB, is not counted).
+- **Load** is \`crdbench load\`: wait until the CRD is Established (polling GET of the CRD), then
+  $N sequential creates (one connection; body like the reference crbench's: a Widget in
+  \`default\`, v1, labels and spec, about 170 bytes), the same $N deleted sequentially, then
+  $LIST_N more created with $CONC workers (setup), then $LISTS plain GETs of the whole collection
+  (no limit, no selector, \`Accept: application/json\`; timing includes reading the whole body;
+  median reported). Percentiles are nearest-rank.
+- **Protocols differ**: crdserver serves plain HTTP for now, so it is measured over HTTP/1.1
+  keep-alive without TLS; the reference is measured over HTTPS + HTTP/2 with the admin client
+  certificate (as kubectl/client-go talk to it). TLS costs the reference some CPU per request, so
+  the comparison somewhat favours crdserver until it serves TLS.
+- The reference waits 2 s after Established before the creates (its create handler sleeps 2 s in
+  a create that comes less than 2 s after the Established transition). crdserver gets no pause.
+- The CRD is \`$CRD_FILE\` ($CRD_NAME), created on both with
+  \`kubectl create --validate=false -f\` (reference kubectl v1.37.2, private discovery caches).
+- The shared reference at ${REF_URL:-https://127.0.0.1:16443} $REF_STATE. Its load ran against that
+  instance, which may hold other CRDs and may be used by others at the same time. The
+  $LIST_N listed objects were deleted afterwards (\`cleanup\` phase), and the CRD too if run.sh created it.
+- The machine is shared with other work (builds, tests), so expect some noise; rerun to compare.
+- Raw JSON of every measurement and the crdserver logs are in \`bench/results/\`.
+EOF
+run "$CB" report -dir "$OUT" -out "$HERE/RESULTS.md"
+log "wrote $HERE/RESULTS.md"

@@ -1,0 +1,21 @@
+// Package e2e holds crdserver's black-box end-to-end tests. They build the
+// crdserver binary from the parent module and a real kubectl (./kubectl, the
+// k8s.io/kubectl module's own command), start crdserver on a random loopback
+// port with a temporary data folder, and drive it the way users do: with
+// kubectl, with client-go's dynamic client, and with the generated
+// apiextensions clientset.
+//
+// Run them from this folder:
+//
+//	go test ./...
+//
+// The first run compiles kubectl, which takes a few minutes on a small
+// machine; later runs reuse Go's build cache. Test results are cached by
+// `go test` like any others, keyed on crdserver's source files, so a change
+// there reruns the suite; -count=1 forces a run.
+//
+// The files: harness_test.go builds the binaries and starts, stops and
+// restarts servers and kubectl; kubectl_test.go, client_test.go and
+// restart_test.go are the scenarios. testdata/ holds the fixtures, copied
+// from the project's spec (spec/crd-fixtures.yaml).
+package e2e
