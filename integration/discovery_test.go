@@ -119,7 +119,7 @@ func TestEncodings(t *testing.T) {
 	// Malformed YAML: 400.
 	expectStatus(t, e.do("POST", ctPath, "a: [b", "Content-Type", "application/yaml"), 400, metav1.StatusReasonBadRequest, "the object provided is unrecognized (must be of type CronTab)")
 	// Accept lists fall back to what is served.
-	for _, accept := range []string{"*/*", "application/*", "application/vnd.kubernetes.protobuf, application/json", "application/json;as=Table;v=v1;g=meta.k8s.io, application/json"} {
+	for _, accept := range []string{"*/*", "application/*", "application/vnd.kubernetes.protobuf, application/json", "application/json;as=Table;v=v9;g=meta.k8s.io, application/json"} {
 		if r := e.do("GET", ctPath+"/ytab", "", "Accept", accept); r.code != 200 || r.header.Get("Content-Type") != "application/json" {
 			t.Fatalf("Accept %q: %d %s", accept, r.code, r.header.Get("Content-Type"))
 		}

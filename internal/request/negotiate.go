@@ -47,7 +47,9 @@ func (t Target) ContentType() string {
 	if t.Format == FormatYAML {
 		base = "application/yaml"
 	}
-	if t.As == AsObject {
+	// Kubernetes names the transformation in the Content-Type of aggregated
+	// discovery only; Tables and metadata come as plain JSON.
+	if t.As != AsAPIGroupDiscoveryList {
 		return base
 	}
 	return base + ";g=" + t.Group + ";v=" + t.Version + ";as=" + string(t.As)
