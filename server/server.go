@@ -193,7 +193,13 @@ func (s *Server) RESTConfig() *rest.Config {
 }
 
 // KubeconfigPath is where the admin kubeconfig is written.
-func (s *Server) KubeconfigPath() string { return filepath.Join(s.cfg.DataDir, "admin.kubeconfig") }
+func (s *Server) KubeconfigPath() string {
+	p := filepath.Join(s.cfg.DataDir, "admin.kubeconfig")
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
 
 // Kubeconfig returns an admin kubeconfig for the server.
 func (s *Server) Kubeconfig() ([]byte, error) {
