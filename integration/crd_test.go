@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 )
 
 func condition(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {
@@ -238,10 +239,15 @@ func TestCRDUpdateAndStatus(t *testing.T) {
 	if _, err := crds.Update(e.ctx, crd, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
 		t.Fatalf("stale update: %v", err)
 	}
-	// Immutable fields are refused.
-	upd, _ = crds.Get(e.ctx, crd.Name, metav1.GetOptions{})
-	upd.Spec.Scope = apiextensionsv1.ClusterScoped
-	if _, err := crds.Update(e.ctx, upd, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+	// Immutable fields are refused. (The controllers may write the status
+	// meanwhile: retry conflicts.)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		upd, _ := crds.Get(e.ctx, crd.Name, metav1.GetOptions{})
+		upd.Spec.Scope = apiextensionsv1.ClusterScoped
+		_, err := crds.Update(e.ctx, upd, metav1.UpdateOptions{})
+		return err
+	})
+	if !apierrors.IsInvalid(err) {
 		t.Fatalf("scope change: %v", err)
 	}
 	// The new short name reaches the accepted names.

@@ -331,8 +331,11 @@ func (s *Server) buildHandler() http.Handler {
 	router := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := request.InfoFrom(r.Context())
 		if info.IsResourceRequest {
-			ix := s.registry.Index()
-			res2, ver := ix.Lookup(info.Group, info.Version, info.Resource)
+			res2, ver := s.registry.Index().Lookup(info.Group, info.Version, info.Resource)
+			if res2 == nil && s.registry.CatchUp(r.Context()) == nil {
+				// Another replica may have established it a moment ago.
+				res2, ver = s.registry.Index().Lookup(info.Group, info.Version, info.Resource)
+			}
 			if res2 == nil {
 				request.WriteError(w, r, request.NotFound())
 				return
@@ -355,6 +358,9 @@ func (s *Server) buildHandler() http.Handler {
 		case p == "/openapi/v2" || p == "/openapi/v3" || strings.HasPrefix(p, "/openapi/v3/"):
 			oapi.ServeHTTP(w, r)
 		case strings.HasPrefix(p, "/api"):
+			// Discovery reflects every CRD change made before the request,
+			// whichever replica made it.
+			_ = s.registry.CatchUp(r.Context())
 			if !disc.ServeHTTP(w, r) {
 				request.WriteError(w, r, request.NotFound())
 			}

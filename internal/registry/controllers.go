@@ -68,16 +68,37 @@ func (r *Registry) ensureSystemNamespaces(ctx context.Context) error {
 	return nil
 }
 
-// followCRDs keeps the registry in step with the stored CRDs.
-func (r *Registry) followCRDs(ctx context.Context) {
+// follow calls sync with the whole state of a cache, then event for every
+// change, and starts over (sync again) whenever the cache ends the watch,
+// until ctx ends.
+func follow(ctx context.Context, c *store.Cache, sync func(items []*store.Item, rev int64), event func(store.Event)) {
 	for ctx.Err() == nil {
-		w, initial, _, _, err := r.crds.Cache.Watch(ctx, store.WatchOptions{FromState: true})
+		w, initial, _, rev, err := c.Watch(ctx, store.WatchOptions{FromState: true})
 		if err != nil {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
+		sync(initial, rev)
+	events:
+		for {
+			select {
+			case <-ctx.Done():
+				w.Stop()
+				return
+			case <-w.Done():
+				break events
+			case ev := <-w.Events():
+				event(ev)
+			}
+		}
+	}
+}
+
+// followCRDs keeps the registry in step with the stored CRDs.
+func (r *Registry) followCRDs(ctx context.Context) {
+	follow(ctx, r.crds.Cache, func(items []*store.Item, rev int64) {
 		seen := sets.New[string]()
-		for _, it := range initial {
+		for _, it := range items {
 			seen.Insert(it.Name)
 			r.applyCRD(it)
 		}
@@ -92,25 +113,17 @@ func (r *Registry) followCRDs(ctx context.Context) {
 		for _, name := range gone {
 			r.removeCRD(name)
 		}
+		r.markApplied(rev)
 		r.synced.Store(true)
-	events:
-		for {
-			select {
-			case <-ctx.Done():
-				w.Stop()
-				return
-			case <-w.Done():
-				break events
-			case ev := <-w.Events():
-				switch ev.Type {
-				case store.Added, store.Modified:
-					r.applyCRD(ev.Item)
-				case store.Deleted:
-					r.removeCRD(ev.Item.Name)
-				}
-			}
+	}, func(ev store.Event) {
+		switch ev.Type {
+		case store.Added, store.Modified:
+			r.applyCRD(ev.Item)
+		case store.Deleted:
+			r.removeCRD(ev.Item.Name)
 		}
-	}
+		r.markApplied(ev.Rev)
+	})
 }
 
 func (r *Registry) applyCRD(it *store.Item) {
@@ -497,37 +510,22 @@ func (r *Registry) deleteStored(ctx context.Context, prefix string) error {
 
 // followNamespaces starts the cleanup of namespaces being deleted.
 func (r *Registry) followNamespaces(ctx context.Context) {
-	for ctx.Err() == nil {
-		w, initial, _, _, err := r.namespaces.Cache.Watch(ctx, store.WatchOptions{FromState: true})
-		if err != nil {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		check := func(it *store.Item) {
-			obj, err := resource.DecodeObject(it.Raw)
-			if err == nil && obj.Meta.DeletionTimestamp != nil {
-				name := it.Name
-				r.startOnce("ns/"+name, func() { r.cleanupNamespace(ctx, name) })
-			}
-		}
-		for _, it := range initial {
-			check(it)
-		}
-	events:
-		for {
-			select {
-			case <-ctx.Done():
-				w.Stop()
-				return
-			case <-w.Done():
-				break events
-			case ev := <-w.Events():
-				if ev.Type != store.Deleted {
-					check(ev.Item)
-				}
-			}
+	check := func(it *store.Item) {
+		obj, err := resource.DecodeObject(it.Raw)
+		if err == nil && obj.Meta.DeletionTimestamp != nil {
+			name := it.Name
+			r.startOnce("ns/"+name, func() { r.cleanupNamespace(ctx, name) })
 		}
 	}
+	follow(ctx, r.namespaces.Cache, func(items []*store.Item, _ int64) {
+		for _, it := range items {
+			check(it)
+		}
+	}, func(ev store.Event) {
+		if ev.Type != store.Deleted {
+			check(ev.Item)
+		}
+	})
 }
 
 // cleanupNamespace deletes every object in a terminating namespace, then

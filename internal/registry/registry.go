@@ -2,10 +2,12 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/store"
@@ -76,6 +78,9 @@ type Registry struct {
 	caches      map[string]*store.Cache // custom resource caches by key prefix
 	defs        map[string]*crdEntry    // by CRD name
 	synced      atomic.Bool
+	// applied is the revision of the last CRD change the Index reflects.
+	applied   atomic.Int64
+	appliedCh atomic.Pointer[chan struct{}]
 }
 
 // crdEntry is what the registry derived from one CRD.
@@ -94,6 +99,8 @@ func New(s *store.Store, cacheOpts store.CacheOptions, log *slog.Logger) *Regist
 		defs:      map[string]*crdEntry{},
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	ch := make(chan struct{})
+	r.appliedCh.Store(&ch)
 	r.crds = crdResource(store.NewCache(s, crdPrefix, resource.DecodeItem, cacheOpts, log))
 	r.namespaces = namespaceResource(store.NewCache(s, namespacePrefix, resource.DecodeItem, cacheOpts, log))
 	r.builtins = []*resource.Resource{r.namespaces, r.crds}
@@ -106,6 +113,48 @@ func (r *Registry) Index() *Index { return r.index.Load() }
 
 // Synced reports whether the registry has loaded every CRD.
 func (r *Registry) Synced() bool { return r.synced.Load() }
+
+// markApplied records that the Index reflects every CRD change up to rev.
+func (r *Registry) markApplied(rev int64) {
+	if rev <= r.applied.Load() {
+		return
+	}
+	r.applied.Store(rev)
+	ch := make(chan struct{})
+	if old := r.appliedCh.Swap(&ch); old != nil {
+		close(*old)
+	}
+}
+
+// CatchUp waits until the Index reflects every CRD stored before the call:
+// a replica that has not yet seen a CRD another replica established serves
+// it once caught up. Requests for unknown resources call it before they
+// answer 404.
+func (r *Registry) CatchUp(ctx context.Context) error {
+	cur, err := r.store.CurrentRevision(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.crds.Cache.WaitFresh(ctx, cur); err != nil {
+		return err
+	}
+	target := r.crds.Cache.LastEventRevision()
+	timeout := time.NewTimer(3 * time.Second)
+	defer timeout.Stop()
+	for {
+		ch := r.appliedCh.Load()
+		if r.applied.Load() >= target {
+			return nil
+		}
+		select {
+		case <-*ch:
+		case <-timeout.C:
+			return fmt.Errorf("registry did not catch up with revision %d", target)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
 
 // Namespaces returns the namespaces resource.
 func (r *Registry) Namespaces() *resource.Resource { return r.namespaces }

@@ -29,6 +29,23 @@ func (c *call) dryRun() (bool, error) {
 	return true, nil
 }
 
+// readBody reads the dryRun option and the request body, an Object of this
+// resource in the request's version.
+func (c *call) readBody() (*Object, bool, error) {
+	dry, err := c.dryRun()
+	if err != nil {
+		return nil, false, err
+	}
+	obj, err := c.decodeBody()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := c.checkTypeMeta(obj); err != nil {
+		return nil, false, err
+	}
+	return obj, dry, nil
+}
+
 // decodeBody reads the request body into an Object of this resource.
 func (c *call) decodeBody() (*Object, error) {
 	body, err := request.ReadBody(c.r)
@@ -62,17 +79,8 @@ func (c *call) decodeBody() (*Object, error) {
 
 // create answers POST to a collection.
 func (c *call) create() {
-	dry, err := c.dryRun()
+	obj, dry, err := c.readBody()
 	if err != nil {
-		c.fail(err)
-		return
-	}
-	obj, err := c.decodeBody()
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	if err := c.checkTypeMeta(obj); err != nil {
 		c.fail(err)
 		return
 	}

@@ -26,17 +26,8 @@ func (c *call) finalized(obj *Object) bool {
 // update answers PUT of an object or of its status or finalize
 // subresource.
 func (c *call) update(sub string) {
-	dry, err := c.dryRun()
+	obj, dry, err := c.readBody()
 	if err != nil {
-		c.fail(err)
-		return
-	}
-	obj, err := c.decodeBody()
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	if err := c.checkTypeMeta(obj); err != nil {
 		c.fail(err)
 		return
 	}

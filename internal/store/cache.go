@@ -123,6 +123,7 @@ type Cache struct {
 	hstart   int           // index of the oldest event in history
 	hlen     int
 	oldest   int64 // history holds every event after this revision
+	lastEv   int64 // revision of the last event (or of the load)
 	watchers map[*Watcher]struct{}
 	stopped  bool
 
@@ -230,6 +231,7 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 	c.tree = tree
 	c.hstart, c.hlen = 0, 0
 	c.oldest = rev
+	c.lastEv = rev
 	c.setRevLocked(rev)
 	c.ready = true
 	c.mu.Unlock()
@@ -337,6 +339,16 @@ func (c *Cache) record(ev Event) {
 	}
 	c.history[(c.hstart+c.hlen)%n] = ev
 	c.hlen++
+	c.lastEv = ev.Rev
+}
+
+// LastEventRevision returns the revision of the newest change the cache has
+// applied (or of its initial load): a watcher that has seen that revision
+// has seen everything the cache has.
+func (c *Cache) LastEventRevision() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.lastEv
 }
 
 func (c *Cache) bookmark() {

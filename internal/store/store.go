@@ -109,30 +109,21 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 // Update writes key only if its mod revision is expected. On ErrConflict it
 // returns the current value (nil if the key is gone, with ErrNotFound).
 func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, *KV, error) {
-	resp, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
-		Then(clientv3.OpPut(key, string(value))).
-		Else(clientv3.OpGet(key)).
-		Commit()
-	if err != nil {
-		return 0, nil, interpret(err)
-	}
-	if !resp.Succeeded {
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) == 0 {
-			return 0, nil, ErrNotFound
-		}
-		return 0, kvFrom(kvs[0]), ErrConflict
-	}
-	return resp.Header.Revision, nil, nil
+	return s.guarded(ctx, key, expected, clientv3.OpPut(key, string(value)))
 }
 
 // Delete removes key only if its mod revision is expected. It returns the
 // revision of the deletion; on ErrConflict the current value.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, *KV, error) {
+	return s.guarded(ctx, key, expected, clientv3.OpDelete(key))
+}
+
+// guarded runs op on key in a transaction that succeeds only if the key's
+// mod revision is expected.
+func (s *Store) guarded(ctx context.Context, key string, expected int64, op clientv3.Op) (int64, *KV, error) {
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
-		Then(clientv3.OpDelete(key)).
+		Then(op).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
