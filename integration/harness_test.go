@@ -201,3 +201,10 @@ var _ = apierrors.IsNotFound
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// warningRecorder is a client-go warning handler.
+type warningRecorder func(msg string)
+
+func (w warningRecorder) HandleWarningHeader(code int, agent, msg string) { w(msg) }
+
+func newDynamic(cfg *rest.Config) (dynamic.Interface, error) { return dynamic.NewForConfig(cfg) }

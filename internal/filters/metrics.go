@@ -15,10 +15,11 @@ import (
 // Metrics are the server's Prometheus metrics, named and labelled as
 // kube-apiserver's.
 type Metrics struct {
-	Registry *prometheus.Registry
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	inflight *prometheus.GaugeVec
+	Registry   *prometheus.Registry
+	requests   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	inflight   *prometheus.GaugeVec
+	deprecated *prometheus.GaugeVec
 }
 
 // NewMetrics registers the request metrics and the Go and process
@@ -39,7 +40,11 @@ func NewMetrics() *Metrics {
 		Name: "apiserver_current_inflight_requests",
 		Help: "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.",
 	}, []string{"request_kind"})
-	m.Registry.MustRegister(m.requests, m.duration, m.inflight,
+	m.deprecated = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "apiserver_requested_deprecated_apis",
+		Help: "Gauge of deprecated APIs that have been requested, broken out by API group, version, resource, subresource, and removed_release.",
+	}, []string{"group", "version", "resource", "subresource", "removed_release"})
+	m.Registry.MustRegister(m.requests, m.duration, m.inflight, m.deprecated,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -117,6 +122,9 @@ func (m *Metrics) WithMetrics(next http.Handler) http.Handler {
 				group, version, res, sub = "", "", "", ""
 			}
 			m.requests.WithLabelValues(verb, dry, group, version, res, sub, scope(info), "apiserver", strconv.Itoa(code)).Inc()
+			if info.Deprecated {
+				m.deprecated.WithLabelValues(group, version, res, sub, "").Set(1)
+			}
 			if verb != "WATCH" {
 				m.duration.WithLabelValues(verb, dry, group, version, res, sub, scope(info), "apiserver").Observe(time.Since(start).Seconds())
 			}

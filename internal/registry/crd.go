@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 const crdPrefix = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
@@ -283,7 +284,35 @@ func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *sto
 		Verbs:          resource.DefaultVerbs,
 	}
 	for _, v := range served {
-		res.Versions = append(res.Versions, &resource.Version{Name: v, Status: status[crd.Spec.Group+"/"+v]})
+		ver := &resource.Version{Name: v, Status: status[crd.Spec.Group+"/"+v]}
+		for _, sv := range crd.Spec.Versions {
+			if sv.Name == v && sv.Deprecated {
+				ver.Deprecated = true
+				ver.Warning = defaultDeprecationWarning(v, crd.Spec)
+				if sv.DeprecationWarning != nil {
+					ver.Warning = *sv.DeprecationWarning
+				}
+			}
+		}
+		res.Versions = append(res.Versions, ver)
 	}
 	return res
+}
+
+// defaultDeprecationWarning is Kubernetes' text for a deprecated version
+// without its own: it names the highest-priority served version that is
+// not deprecated and has a higher priority than the deprecated one.
+func defaultDeprecationWarning(deprecated string, spec apiextensionsv1.CustomResourceDefinitionSpec) string {
+	msg := fmt.Sprintf("%s/%s %s is deprecated", spec.Group, deprecated, spec.Names.Kind)
+	var better []string
+	for _, v := range spec.Versions {
+		if v.Served && !v.Deprecated && version.CompareKubeAwareVersionStrings(deprecated, v.Name) < 0 {
+			better = append(better, v.Name)
+		}
+	}
+	if len(better) == 0 {
+		return msg
+	}
+	SortVersions(better)
+	return msg + fmt.Sprintf("; use %s/%s %s", spec.Group, better[0], spec.Names.Kind)
 }

@@ -28,6 +28,9 @@ type Info struct {
 	// Extra is true when the path has more segments than a resource path
 	// can have.
 	Extra bool
+	// Deprecated is set by the handler when the request is for a
+	// deprecated API version (metrics and audit report it).
+	Deprecated bool
 }
 
 // namespaceSubresources are the subresources of the namespace object

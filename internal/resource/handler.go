@@ -61,6 +61,10 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 		request.WriteError(w, r, request.NotFound())
 		return
 	}
+	if ver.Deprecated {
+		request.AddWarning(w, ver.Warning)
+		info.Deprecated = true
+	}
 	rc := &call{h: h, w: w, r: r, info: info, res: res, ver: ver, ctx: r.Context()}
 	if !res.Namespaced {
 		rc.namespace = ""

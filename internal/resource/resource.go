@@ -59,6 +59,9 @@ type Version struct {
 	Name string
 	// Status enables the status subresource.
 	Status bool
+	// Deprecated versions answer every request with Warning.
+	Deprecated bool
+	Warning    string
 }
 
 // GroupResource names the resource.
