@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/discovery"
 	"github.com/crdserver/crdserver/internal/filters"
 	"github.com/crdserver/crdserver/internal/health"
@@ -48,6 +49,12 @@ var Version = version.Info{
 	Platform:              runtime.GOOS + "/" + runtime.GOARCH,
 }
 
+// CacheOptions tune the watch caches.
+type CacheOptions = store.CacheOptions
+
+// ConversionOptions tune webhook conversion.
+type ConversionOptions = conversion.Options
+
 // Config configures a server. The zero value, with DataDir set, runs an
 // embedded etcd and listens on a random loopback port.
 type Config struct {
@@ -73,7 +80,10 @@ type Config struct {
 	// twice it (default 30 minutes).
 	MinRequestTimeout time.Duration
 	// Cache tunes the watch caches (bookmark interval, history).
-	Cache store.CacheOptions
+	Cache CacheOptions
+	// Conversion tunes webhook conversion: service addresses (for servers
+	// without cluster DNS), timeout, objects per call.
+	Conversion ConversionOptions
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -145,7 +155,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.etcd, s.cli = e, e.Client
 	}
 	s.store = store.New(s.cli)
-	s.registry = registry.New(s.store, cfg.Cache, log)
+	s.registry = registry.New(s.store, registry.Options{Cache: cfg.Cache, Conversion: cfg.Conversion}, log)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -40,7 +41,9 @@ func run(args []string) error {
 		shutdown     = fs.Duration("shutdown-timeout", 60*time.Second, "how long to wait for requests in flight on SIGINT/SIGTERM")
 		minReqTimout = fs.Duration("min-request-timeout", 30*time.Minute, "shortest timeout of a watch that sets none (watches last between it and twice it)")
 		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
+		services     = serviceAddresses{}
 	)
+	fs.Var(services, "webhook-service-address", "where a conversion webhook service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,6 +64,7 @@ func run(args []string) error {
 		CompactionInterval: *compaction,
 		ShutdownTimeout:    *shutdown,
 		MinRequestTimeout:  *minReqTimout,
+		Conversion:         server.ConversionOptions{ServiceAddresses: services},
 		Logger:             log,
 	}
 	if *compaction == 0 {
@@ -88,5 +92,30 @@ func run(args []string) error {
 		return err
 	}
 	log.Info("stopped")
+	return nil
+}
+
+// serviceAddresses is the repeatable --webhook-service-address flag.
+type serviceAddresses map[string]string
+
+func (s serviceAddresses) String() string {
+	var parts []string
+	for k, v := range s {
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s serviceAddresses) Set(v string) error {
+	key, addr, ok := strings.Cut(v, "=")
+	ns, rest, ok2 := strings.Cut(key, "/")
+	name, port, ok3 := strings.Cut(rest, ":")
+	if !ok || !ok2 || !ok3 || ns == "" || name == "" || port == "" || addr == "" {
+		return fmt.Errorf("want namespace/name:port=host:port, got %q", v)
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("%q: %v", addr, err)
+	}
+	s[key] = addr
 	return nil
 }

@@ -239,3 +239,36 @@ func ResourceVersion(obj []byte) (int64, error) {
 	n, _ := strconv.ParseInt(string(obj[m.start+1:m.end-1]), 10, 64)
 	return n, nil
 }
+
+// Field returns the encoded value of a top-level field and whether it is
+// there.
+func Field(obj []byte, key string) ([]byte, bool, error) {
+	top, _, err := members(obj, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	m := find(top, key)
+	if m == nil {
+		return nil, false, nil
+	}
+	return obj[m.start:m.end], true, nil
+}
+
+// SetField returns obj with the top-level field key set to the encoded
+// value raw (which must be valid JSON).
+func SetField(obj []byte, key string, raw []byte) ([]byte, error) {
+	top, _, err := members(obj, 0)
+	if err != nil {
+		return nil, err
+	}
+	if m := find(top, key); m != nil {
+		return splice(obj, m.start, m.end, raw), nil
+	}
+	open := skipSpace(obj, 0)
+	k, _ := json.Marshal(key)
+	ins := append(append(k, ':'), raw...)
+	if len(top) > 0 {
+		ins = append(ins, ',')
+	}
+	return splice(obj, open+1, open+1, ins), nil
+}

@@ -96,3 +96,24 @@ func FuzzSetResourceVersion(f *testing.F) {
 		}
 	})
 }
+
+func TestFields(t *testing.T) {
+	obj := []byte(`{"a":{"b":[1,2]},"c":"d"}`)
+	if v, ok, err := Field(obj, "a"); err != nil || !ok || string(v) != `{"b":[1,2]}` {
+		t.Fatalf("Field: %s %v %v", v, ok, err)
+	}
+	if _, ok, _ := Field(obj, "x"); ok {
+		t.Fatal("missing field found")
+	}
+	out, err := SetField(obj, "a", []byte(`{"z":true}`))
+	if err != nil || string(out) != `{"a":{"z":true},"c":"d"}` {
+		t.Fatalf("SetField replace: %s %v", out, err)
+	}
+	out, _ = SetField(obj, "m", []byte(`1`))
+	if m := decode(t, out); m["m"] != float64(1) || m["c"] != "d" {
+		t.Fatalf("SetField add: %s", out)
+	}
+	if rv, err := ResourceVersion([]byte(`{"metadata":{"resourceVersion":"42"}}`)); err != nil || rv != 42 {
+		t.Fatalf("ResourceVersion: %d %v", rv, err)
+	}
+}

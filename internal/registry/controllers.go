@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/store"
 	corev1 "k8s.io/api/core/v1"
@@ -139,6 +140,7 @@ func (r *Registry) applyCRD(it *store.Item) {
 		r.defs[crd.Name] = e
 	}
 	e.crd = crd
+	old := e.res
 	e.res = nil
 	if servable(crd) && !r.builtinOverlap(crd) {
 		prefix := crPrefix(crd)
@@ -147,7 +149,20 @@ func (r *Registry) applyCRD(it *store.Item) {
 			cache = store.NewCache(r.store, prefix, resource.DecodeItem, r.cacheOpts, r.log)
 			r.caches[prefix] = cache
 		}
-		e.res = customResourceFor(crd, cache)
+		conv, err := conversion.ForCRD(crd, r.conversion)
+		if err != nil {
+			// Served without conversion between versions: reads in another
+			// version fail with the reason.
+			r.log.Warn("CRD conversion", "crd", crd.Name, "err", err)
+			conv = failingConverter{err}
+		}
+		e.res = customResourceFor(crd, cache, conv)
+	}
+	if old != nil && old.Converter != nil && (e.res == nil || old.Converter != e.res.Converter) {
+		if c, ok := old.Converter.(interface{ Close() }); ok {
+			// Requests in flight may still use it: close idle connections only.
+			c.Close()
+		}
 	}
 	r.publish()
 	r.mu.Unlock()

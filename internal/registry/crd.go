@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/store"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -247,7 +248,7 @@ func crPrefix(crd *apiextensionsv1.CustomResourceDefinition) string {
 }
 
 // customResourceFor builds the serving definition of a CRD's resource.
-func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *store.Cache) *resource.Resource {
+func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *store.Cache, conv resource.Converter) *resource.Resource {
 	names := crd.Status.AcceptedNames
 	var served []string
 	status := map[string]bool{}
@@ -278,7 +279,7 @@ func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *sto
 		KeyPrefix:      crPrefix(crd),
 		Cache:          cache,
 		Strategy:       customResourceStrategy{status: status},
-		Converter:      resource.ApiVersionConverter{},
+		Converter:      conv,
 		Table:          newCustomResourceTable(crd),
 		Terminating:    crd.DeletionTimestamp != nil || apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating),
 		Verbs:          resource.DefaultVerbs,
@@ -315,4 +316,18 @@ func defaultDeprecationWarning(deprecated string, spec apiextensionsv1.CustomRes
 	}
 	SortVersions(better)
 	return msg + fmt.Sprintf("; use %s/%s %s", spec.Group, better[0], spec.Names.Kind)
+}
+
+// failingConverter answers every conversion with the error that kept the
+// CRD's converter from being built; objects already in the wanted version
+// pass.
+type failingConverter struct{ err error }
+
+func (f failingConverter) Convert(_ context.Context, objs [][]byte, to string) ([][]byte, error) {
+	for _, o := range objs {
+		if av, _, _ := jsonraw.String(o, "apiVersion"); av != to {
+			return nil, apierrors.NewInternalError(fmt.Errorf("conversion to %s failed: %v", to, f.err))
+		}
+	}
+	return objs, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/store"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -55,9 +56,10 @@ func (ix *Index) Lookup(group, ver, plural string) (*resource.Resource, *resourc
 // Registry knows every resource crdserver serves: the built-in ones and
 // one per CRD whose names are accepted. It owns the watch caches.
 type Registry struct {
-	store     *store.Store
-	log       *slog.Logger
-	cacheOpts store.CacheOptions
+	store      *store.Store
+	log        *slog.Logger
+	cacheOpts  store.CacheOptions
+	conversion conversion.Options
 
 	builtins   []*resource.Resource
 	crds       *resource.Resource
@@ -89,14 +91,24 @@ type crdEntry struct {
 	res *resource.Resource // nil while not served
 }
 
+// Options configure a Registry.
+type Options struct {
+	// Cache tunes every watch cache.
+	Cache store.CacheOptions
+	// Conversion tunes webhook conversion.
+	Conversion conversion.Options
+}
+
 // New creates the registry and the watch caches of the built-in resources.
-func New(s *store.Store, cacheOpts store.CacheOptions, log *slog.Logger) *Registry {
+func New(s *store.Store, opts Options, log *slog.Logger) *Registry {
+	cacheOpts := opts.Cache
 	r := &Registry{
-		store:     s,
-		log:       log,
-		cacheOpts: cacheOpts,
-		caches:    map[string]*store.Cache{},
-		defs:      map[string]*crdEntry{},
+		store:      s,
+		log:        log,
+		cacheOpts:  cacheOpts,
+		conversion: opts.Conversion,
+		caches:     map[string]*store.Cache{},
+		defs:       map[string]*crdEntry{},
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	ch := make(chan struct{})
