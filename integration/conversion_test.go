@@ -1,0 +1,372 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
+	"github.com/crdserver/crdserver/internal/certs"
+	"github.com/crdserver/crdserver/server"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
+)
+
+var nameField = regexp.MustCompile(`"name":"[^"]*"`)
+
+var (
+	exV1     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "crontabs"}
+	exV1beta = schema.GroupVersionResource{Group: "example.com", Version: "v1beta1", Resource: "crontabs"}
+)
+
+// webhookServer serves a conversion handler over TLS on a loopback port and
+// counts the reviews and objects it gets.
+type webhookServer struct {
+	url     string
+	caPEM   []byte
+	calls   atomic.Int64
+	objects atomic.Int64
+	mu      sync.Mutex
+	handler http.Handler
+}
+
+func (w *webhookServer) set(h http.Handler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.handler = h
+}
+
+func startWebhook(t *testing.T, h http.Handler, dnsNames ...string) *webhookServer {
+	t.Helper()
+	cert, caPEM, err := certs.SelfSigned("webhook", dnsNames...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &webhookServer{url: "https://" + ln.Addr().String(), caPEM: caPEM, handler: h}
+	srv := &http.Server{
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			var review apiextensionsv1.ConversionReview
+			if json.Unmarshal(body, &review) == nil && review.Request != nil {
+				ws.calls.Add(1)
+				ws.objects.Add(int64(len(review.Request.Objects)))
+			}
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			ws.mu.Lock()
+			h := ws.handler
+			ws.mu.Unlock()
+			h.ServeHTTP(w, r)
+		}),
+	}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ws
+}
+
+// conversionCRD is the seed's CronTab: v1beta1 with hostPort, v1 with host
+// and port, converted by a webhook.
+func conversionCRD(storage string, cc apiextensionsv1.WebhookClientConfig, reviewVersions ...string) *apiextensionsv1.CustomResourceDefinition {
+	if len(reviewVersions) == 0 {
+		reviewVersions = []string{"v1", "v1beta1"}
+	}
+	schemaFor := func(props ...string) *apiextensionsv1.CustomResourceValidation {
+		s := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"spec": {Type: "object", XPreserveUnknownFields: ptr(true)},
+		}}
+		for _, p := range props {
+			s.Properties[p] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+		}
+		return &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: s}
+	}
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "crontabs.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "crontabs", Singular: "crontab", Kind: "CronTab"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1beta1", Served: true, Storage: storage == "v1beta1", Schema: schemaFor("hostPort")},
+				{Name: "v1", Served: true, Storage: storage == "v1", Schema: schemaFor("host", "port")},
+			},
+			Conversion: &apiextensionsv1.CustomResourceConversion{
+				Strategy: apiextensionsv1.WebhookConverter,
+				Webhook:  &apiextensionsv1.WebhookConversion{ClientConfig: &cc, ConversionReviewVersions: reviewVersions},
+			},
+		},
+	}
+}
+
+func betaCronTab(name, hostPort string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1beta1", "kind": "CronTab",
+		"metadata": map[string]any{"name": name, "labels": map[string]any{"app": "cron"}},
+		"hostPort": hostPort,
+	}}
+}
+
+func TestWebhookConversion(t *testing.T) {
+	ws := startWebhook(t, crontab.NewScheme())
+	e := start(t, func(c *server.Config) { c.Conversion.MaxObjectsPerCall = 2 })
+	e.createCRD(conversionCRD("v1beta1", apiextensionsv1.WebhookClientConfig{URL: ptr(ws.url + "/convert"), CABundle: ws.caPEM}))
+	beta := e.dyn.Resource(exV1beta).Namespace("default")
+	v1 := e.dyn.Resource(exV1).Namespace("default")
+	for i := 0; i < 5; i++ {
+		if _, err := beta.Create(e.ctx, betaCronTab(fmt.Sprintf("c%d", i), fmt.Sprintf("host%d:%d", i, 1000+i)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := ws.calls.Load(); n != 0 {
+		t.Fatalf("writes in the storage version called the webhook %d times", n)
+	}
+	// Read in v1: converted, labels kept, stored object unchanged.
+	got, err := v1.Get(e.ctx, "c1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetAPIVersion() != "example.com/v1" || got.Object["host"] != "host1" || got.Object["port"] != "1001" || got.Object["hostPort"] != nil || got.GetLabels()["app"] != "cron" {
+		t.Fatalf("converted: %v", got.Object)
+	}
+	if b, _ := beta.Get(e.ctx, "c1", metav1.GetOptions{}); b.Object["hostPort"] != "host1:1001" {
+		t.Fatalf("stored object changed: %v", b.Object)
+	}
+	// A list converts in batches of at most 2 objects: 3 calls for 5.
+	before := ws.calls.Load()
+	l, err := v1.List(e.ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 5 || l.Items[4].Object["port"] != "1004" {
+		t.Fatalf("list: %v %d", err, len(l.Items))
+	}
+	if n := ws.calls.Load() - before; n != 3 {
+		t.Fatalf("list of 5 took %d calls", n)
+	}
+
+	// Switch the storage version to v1: nothing is rewritten, new writes
+	// go to v1.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, _ := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, "crontabs.example.com", metav1.GetOptions{})
+		crd.Spec.Versions[0].Storage, crd.Spec.Versions[1].Storage = false, true
+		_, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Update(e.ctx, crd, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStorage(t, e, "v1")
+
+	// Watch in v1 while writing in v1beta1: events come converted.
+	w, err := v1.Watch(e.ctx, metav1.ListOptions{ResourceVersion: l.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := beta.Create(e.ctx, betaCronTab("new", "h:1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ev := next(t, w)
+	if u := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Added || u.GetAPIVersion() != "example.com/v1" || u.Object["host"] != "h" {
+		t.Fatalf("watch event: %s %v", ev.Type, u.Object)
+	}
+	// "new" was written (converted from v1beta1) in v1: reading it in v1
+	// calls no webhook. An old object moves to v1 once updated.
+	before = ws.calls.Load()
+	if _, err := v1.Get(e.ctx, "new", metav1.GetOptions{}); err != nil || ws.calls.Load() != before {
+		t.Fatalf("object written after the switch is not stored in v1 (calls %d)", ws.calls.Load()-before)
+	}
+	old, _ := beta.Get(e.ctx, "c0", metav1.GetOptions{})
+	old.SetAnnotations(map[string]string{"touched": "yes"})
+	if _, err := beta.Update(e.ctx, old, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before = ws.calls.Load()
+	if got, err := v1.Get(e.ctx, "c0", metav1.GetOptions{}); err != nil || got.Object["host"] != "host0" || ws.calls.Load() != before {
+		t.Fatalf("updated object not moved to v1: %v, calls %d", err, ws.calls.Load()-before)
+	}
+	// Patch and status of a resource in the non-storage version work
+	// through conversion both ways.
+	p, err := beta.Patch(e.ctx, "c2", "application/merge-patch+json", []byte(`{"hostPort":"patched:9"}`), metav1.PatchOptions{})
+	if err != nil || p.Object["hostPort"] != "patched:9" {
+		t.Fatalf("patch in v1beta1: %v %v", err, p)
+	}
+	if got, _ := v1.Get(e.ctx, "c2", metav1.GetOptions{}); got.Object["host"] != "patched" || got.Object["port"] != "9" {
+		t.Fatalf("patched object in v1: %v", got.Object)
+	}
+}
+
+// waitStorage waits until the server writes in storage version v.
+func waitStorage(t *testing.T, e *env, v string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(e.ctx, 10*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		crd, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "crontabs.example.com", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, sv := range crd.Status.StoredVersions {
+			if sv == v {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("storage version %s not in storedVersions", v)
+	}
+	// The registry serves the new definition once it has caught up.
+	_ = e.do("GET", "/apis/example.com", "")
+}
+
+func TestWebhookConversionThroughService(t *testing.T) {
+	ws := startWebhook(t, crontab.NewScheme(), "convert.webhooks.svc")
+	addr := strings.TrimPrefix(ws.url, "https://")
+	e := start(t, func(c *server.Config) {
+		c.Conversion.ServiceAddresses = map[string]string{"webhooks/convert:8443": addr}
+	})
+	cc := apiextensionsv1.WebhookClientConfig{
+		Service:  &apiextensionsv1.ServiceReference{Namespace: "webhooks", Name: "convert", Port: ptr(int32(8443)), Path: ptr("/convert")},
+		CABundle: ws.caPEM,
+	}
+	e.createCRD(conversionCRD("v1beta1", cc, "v1beta1"))
+	if _, err := e.dyn.Resource(exV1beta).Namespace("default").Create(e.ctx, betaCronTab("s", "a:1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.dyn.Resource(exV1).Namespace("default").Get(e.ctx, "s", metav1.GetOptions{})
+	if err != nil || got.Object["host"] != "a" {
+		t.Fatalf("through the service: %v %v", err, got)
+	}
+}
+
+// reviewFunc answers a ConversionReview with the toolkit's answer, then
+// lets a test spoil it.
+func spoiled(spoil func(req *apiextensionsv1.ConversionReview, resp *apiextensionsv1.ConversionReview) []byte) http.Handler {
+	good := crontab.NewScheme()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req apiextensionsv1.ConversionReview
+		_ = json.Unmarshal(body, &req)
+		rec := &recorder{header: http.Header{}}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		good.ServeHTTP(rec, r)
+		var resp apiextensionsv1.ConversionReview
+		_ = json.Unmarshal([]byte(rec.body.String()), &resp)
+		_, _ = w.Write(spoil(&req, &resp))
+	})
+}
+
+func TestWebhookFailures(t *testing.T) {
+	ws := startWebhook(t, crontab.NewScheme())
+	e := start(t, func(c *server.Config) { c.Conversion.Timeout = 300 * time.Millisecond })
+	e.createCRD(conversionCRD("v1beta1", apiextensionsv1.WebhookClientConfig{URL: ptr(ws.url + "/convert"), CABundle: ws.caPEM}))
+	if _, err := e.dyn.Resource(exV1beta).Namespace("default").Create(e.ctx, betaCronTab("f", "a:1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	marshal := func(v any) []byte { b, _ := json.Marshal(v); return b }
+	cases := []struct {
+		name    string
+		handler http.Handler
+		msg     string
+	}{
+		{"non-200", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "webhook broke", 503) }), "the server responded with the status code 503: webhook broke"},
+		{"malformed JSON", spoiled(func(_, _ *apiextensionsv1.ConversionReview) []byte { return []byte("{not json") }), "malformed response"},
+		{"timeout", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { time.Sleep(2 * time.Second) }), "Client.Timeout exceeded"},
+		{"wrong uid", spoiled(func(_, resp *apiextensionsv1.ConversionReview) []byte {
+			resp.Response.UID = "nope"
+			return marshal(resp)
+		}), `expected response.uid=`},
+		{"wrong count", spoiled(func(_, resp *apiextensionsv1.ConversionReview) []byte {
+			resp.Response.ConvertedObjects = append(resp.Response.ConvertedObjects, resp.Response.ConvertedObjects...)
+			return marshal(resp)
+		}), "returned 2 objects, expected 1"},
+		{"failed result", spoiled(func(_, resp *apiextensionsv1.ConversionReview) []byte {
+			resp.Response.Result = metav1.Status{Status: metav1.StatusFailure, Message: "cannot convert this one"}
+			return marshal(resp)
+		}), "cannot convert this one"},
+		{"wrong apiVersion", spoiled(func(req, resp *apiextensionsv1.ConversionReview) []byte {
+			raw := strings.Replace(string(resp.Response.ConvertedObjects[0].Raw), `"`+req.Request.DesiredAPIVersion+`"`, `"example.com/v2"`, 1)
+			resp.Response.ConvertedObjects[0].Raw = []byte(raw)
+			return marshal(resp)
+		}), "received example.com/v2)"},
+		{"changed name", spoiled(func(_, resp *apiextensionsv1.ConversionReview) []byte {
+			raw := nameField.ReplaceAllString(string(resp.Response.ConvertedObjects[0].Raw), `"name":"renamed"`)
+			resp.Response.ConvertedObjects[0].Raw = []byte(raw)
+			return marshal(resp)
+		}), "must have the same name: f != renamed"},
+		{"wrong review version", spoiled(func(_, resp *apiextensionsv1.ConversionReview) []byte {
+			resp.APIVersion = "apiextensions.k8s.io/v1beta1"
+			return marshal(resp)
+		}), "expected webhook response of apiextensions.k8s.io/v1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ws.set(c.handler)
+			r := e.do("GET", "/apis/example.com/v1/namespaces/default/crontabs/f", "")
+			st := expectStatus(t, r, http.StatusInternalServerError, metav1.StatusReasonInternalError, "conversion webhook for example.com/v1beta1, Kind=CronTab")
+			if !strings.Contains(st.Message, c.msg) {
+				t.Fatalf("message %q lacks %q", st.Message, c.msg)
+			}
+			// A write in the other version fails and stores nothing.
+			r = e.do("POST", "/apis/example.com/v1/namespaces/default/crontabs", `{"apiVersion":"example.com/v1","kind":"CronTab","metadata":{"name":"w-`+strings.ToLower(strings.ReplaceAll(c.name, " ", "-"))+`"},"host":"a","port":"1"}`)
+			if r.code != http.StatusInternalServerError {
+				t.Fatalf("write through a failing webhook: %d %s", r.code, r.body)
+			}
+		})
+	}
+	// Nothing was written by the failed creates.
+	ws.set(crontab.NewScheme())
+	l, err := e.dyn.Resource(exV1beta).Namespace("default").List(e.ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 1 {
+		t.Fatalf("after failures: %v %d objects", err, len(l.Items))
+	}
+	// Labels and annotations the webhook changes are kept; other metadata
+	// changes are ignored.
+	ws.set(spoiled(func(_, resp *apiextensionsv1.ConversionReview) []byte {
+		raw := strings.Replace(string(resp.Response.ConvertedObjects[0].Raw), `"labels":{"app":"cron"}`, `"labels":{"app":"converted"},"generation":42`, 1)
+		resp.Response.ConvertedObjects[0].Raw = []byte(raw)
+		return marshal(resp)
+	}))
+	got, err := e.dyn.Resource(exV1).Namespace("default").Get(e.ctx, "f", metav1.GetOptions{})
+	if err != nil || got.GetLabels()["app"] != "converted" || got.GetGeneration() != 1 {
+		t.Fatalf("metadata rules: %v labels %v generation %d", err, got.GetLabels(), got.GetGeneration())
+	}
+	// Webhook down.
+	e2 := start(t)
+	e2.createCRD(conversionCRD("v1beta1", apiextensionsv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/convert")}))
+	if _, err := e2.dyn.Resource(exV1beta).Namespace("default").Create(e2.ctx, betaCronTab("d", "a:1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2.dyn.Resource(exV1).Namespace("default").Get(e2.ctx, "d", metav1.GetOptions{}); !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("webhook down: %v", err)
+	}
+}
+
+func TestConversionReviewVersionsRequired(t *testing.T) {
+	e := start(t)
+	crd := conversionCRD("v1beta1", apiextensionsv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/convert")}, "v2")
+	_, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Create(e.ctx, crd, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "conversionReviewVersions") {
+		t.Fatalf("unsupported review versions: %v", err)
+	}
+	crd = conversionCRD("v1beta1", apiextensionsv1.WebhookClientConfig{URL: ptr("http://127.0.0.1:1/convert")})
+	_, err = e.ext.ApiextensionsV1().CustomResourceDefinitions().Create(e.ctx, crd, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "https") {
+		t.Fatalf("http webhook URL: %v", err)
+	}
+}
