@@ -370,3 +370,75 @@ func TestConversionReviewVersionsRequired(t *testing.T) {
 		t.Fatalf("http webhook URL: %v", err)
 	}
 }
+
+func TestStorageVersionMigration(t *testing.T) {
+	ws := startWebhook(t, crontab.NewScheme())
+	e := start(t)
+	e.createCRD(conversionCRD("v1beta1", apiextensionsv1.WebhookClientConfig{URL: ptr(ws.url + "/convert"), CABundle: ws.caPEM}))
+	beta := e.dyn.Resource(exV1beta).Namespace("default")
+	for i := 0; i < 7; i++ {
+		if _, err := beta.Create(e.ctx, betaCronTab(fmt.Sprintf("m%d", i), fmt.Sprintf("h%d:%d", i, i)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, _ := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, "crontabs.example.com", metav1.GetOptions{})
+		crd.Spec.Versions[0].Storage, crd.Spec.Versions[1].Storage = false, true
+		_, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Update(e.ctx, crd, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStorage(t, e, "v1")
+	svms := e.dyn.Resource(schema.GroupVersionResource{Group: "storagemigration.k8s.io", Version: "v1", Resource: "storageversionmigrations"})
+	svm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "storagemigration.k8s.io/v1", "kind": "StorageVersionMigration",
+		"metadata": map[string]any{"name": "crontabs"},
+		"spec":     map[string]any{"resource": map[string]any{"group": "example.com", "resource": "crontabs"}},
+	}}
+	if _, err := svms.Create(e.ctx, svm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var conds []any
+	err = wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := svms.Get(ctx, "crontabs", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ = unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			c := c.(map[string]any)
+			if (c["type"] == "Succeeded" || c["type"] == "Failed") && c["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("migration did not end: %v", conds)
+	}
+	if !strings.Contains(fmt.Sprint(conds), "Succeeded") || !strings.Contains(fmt.Sprint(conds), "migrated 7 objects") {
+		t.Fatalf("conditions %v", conds)
+	}
+	crd, _ := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, "crontabs.example.com", metav1.GetOptions{})
+	if fmt.Sprint(crd.Status.StoredVersions) != "[v1]" {
+		t.Fatalf("storedVersions %v", crd.Status.StoredVersions)
+	}
+	// Everything is stored in v1 now: a list in v1 calls no webhook.
+	before := ws.calls.Load()
+	l, err := e.dyn.Resource(exV1).Namespace("default").List(e.ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 7 || ws.calls.Load() != before || l.Items[3].Object["host"] != "h3" {
+		t.Fatalf("after migration: %v %d items, %d calls", err, len(l.Items), ws.calls.Load()-before)
+	}
+	// v1beta1 can now go.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, _ := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, "crontabs.example.com", metav1.GetOptions{})
+		crd.Spec.Versions = crd.Spec.Versions[1:]
+		_, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Update(e.ctx, crd, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("removing the migrated version: %v", err)
+	}
+}

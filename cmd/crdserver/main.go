@@ -1,8 +1,10 @@
 // Command crdserver runs a Kubernetes-compatible API server for
 // CustomResourceDefinitions and custom resources.
 //
-//	go run ./cmd/crdserver                      # embedded etcd in ./crdserver-data
+//	go run ./cmd/crdserver                      # serve; embedded etcd in ./crdserver-data
 //	kubectl --kubeconfig crdserver-data/admin.kubeconfig get crd
+//	go run ./cmd/crdserver migrate crontabs.stable.example.com
+//	                                            # rewrite stored objects in the storage version
 package main
 
 import (
@@ -28,6 +30,14 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "migrate":
+			return runMigrate(args[1:], os.Stdout)
+		case "serve":
+			args = args[1:]
+		}
+	}
 	fs := flag.NewFlagSet("crdserver", flag.ContinueOnError)
 	var (
 		dataDir      = fs.String("data-dir", "crdserver-data", "folder for the embedded etcd's data and admin.kubeconfig")

@@ -49,6 +49,7 @@ func (r *Registry) Start(ctx context.Context, cfg *rest.Config) error {
 	}
 	go r.followCRDs(r.ctx)
 	go r.followNamespaces(r.ctx)
+	go r.followMigrations(r.ctx)
 	go r.crdWorker(r.ctx)
 	return nil
 }

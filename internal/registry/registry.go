@@ -64,6 +64,7 @@ type Registry struct {
 	builtins   []*resource.Resource
 	crds       *resource.Resource
 	namespaces *resource.Resource
+	migrations *resource.Resource
 
 	crdClient apiextensionsclient.Interface
 	dyn       dynamic.Interface
@@ -115,7 +116,8 @@ func New(s *store.Store, opts Options, log *slog.Logger) *Registry {
 	r.appliedCh.Store(&ch)
 	r.crds = crdResource(store.NewCache(s, crdPrefix, resource.DecodeItem, cacheOpts, log))
 	r.namespaces = namespaceResource(store.NewCache(s, namespacePrefix, resource.DecodeItem, cacheOpts, log))
-	r.builtins = []*resource.Resource{r.namespaces, r.crds}
+	r.migrations = migrationResource(store.NewCache(s, migrationPrefix, resource.DecodeItem, cacheOpts, log))
+	r.builtins = []*resource.Resource{r.namespaces, r.crds, r.migrations}
 	r.publish()
 	return r
 }
