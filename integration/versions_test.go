@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/crdserver/crdserver/server"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
 // twoVersions is the CronTab CRD with v1beta1 (deprecated) and v1
@@ -179,5 +184,40 @@ func TestStoredVersionsAndUnserving(t *testing.T) {
 	}
 	if _, err := e.dyn.Resource(crontabs).Namespace("default").Create(e.ctx, cronTab("still", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestAuditMarksDeprecatedRequests(t *testing.T) {
+	path := t.TempDir() + "/audit.log"
+	e := start(t, func(c *server.Config) { c.AuditLogPath = path })
+	e.createCRD(twoVersions(t))
+	r := e.do("GET", "/apis/stable.example.com/v1beta1/namespaces/default/crontabs", "")
+	id := r.header.Get("Audit-Id")
+	if id == "" {
+		t.Fatal("no Audit-Id header")
+	}
+	e.do("GET", ctPath, "")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found, plain bool
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev auditv1.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("audit line is not an Event: %s", line)
+		}
+		if ev.Kind != "Event" || ev.APIVersion != "audit.k8s.io/v1" || ev.Stage != auditv1.StageResponseComplete {
+			t.Fatalf("event %+v", ev)
+		}
+		if string(ev.AuditID) == id {
+			found = ev.Annotations["k8s.io/deprecated"] == "true" && ev.Verb == "list" && ev.ObjectRef.APIVersion == "v1beta1" && ev.ResponseStatus.Code == 200
+		}
+		if ev.ObjectRef != nil && ev.ObjectRef.APIVersion == "v1" && ev.ObjectRef.Resource == "crontabs" {
+			plain = ev.Annotations["k8s.io/deprecated"] == ""
+		}
+	}
+	if !found || !plain {
+		t.Fatalf("deprecated annotation: found %v, absent on v1 %v\n%s", found, plain, data)
 	}
 }

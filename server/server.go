@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crdserver/crdserver/internal/audit"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/discovery"
 	"github.com/crdserver/crdserver/internal/filters"
@@ -84,6 +85,9 @@ type Config struct {
 	// Conversion tunes webhook conversion: service addresses (for servers
 	// without cluster DNS), timeout, objects per call.
 	Conversion ConversionOptions
+	// AuditLogPath, when set, is where an audit.k8s.io/v1 Event per request
+	// is appended as a JSON line.
+	AuditLogPath string
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -106,6 +110,7 @@ type Server struct {
 	closeMu  sync.Mutex
 	closed   bool
 	serveErr chan error
+	audit    *audit.Log
 }
 
 // Start starts a server and returns once it listens. It is ready to serve
@@ -155,6 +160,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.etcd, s.cli = e, e.Client
 	}
 	s.store = store.New(s.cli)
+	if cfg.AuditLogPath != "" {
+		l, err := audit.Open(cfg.AuditLogPath)
+		if err != nil {
+			return nil, fmt.Errorf("audit log: %w", err)
+		}
+		s.audit = l
+	}
 	s.registry = registry.New(s.store, registry.Options{Cache: cfg.Cache, Conversion: cfg.Conversion}, log)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
@@ -275,6 +287,9 @@ func (s *Server) Close() error {
 	}
 	s.cancel()
 	s.shutdownStorage()
+	if s.audit != nil {
+		_ = s.audit.Close()
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("requests still in flight after %v", s.cfg.ShutdownTimeout)
 	}
@@ -382,6 +397,7 @@ func (s *Server) buildHandler() http.Handler {
 	h = filters.WithCompression(h)
 	// Authentication and authorization go here.
 	h = metrics.WithMetrics(h)
+	h = audit.WithAudit(h, s.audit)
 	h = filters.WithRequestInfo(h)
 	h = filters.WithRecovery(h, s.log)
 	return h

@@ -52,6 +52,7 @@ func run(args []string) error {
 		minReqTimout = fs.Duration("min-request-timeout", 30*time.Minute, "shortest timeout of a watch that sets none (watches last between it and twice it)")
 		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
 		services     = serviceAddresses{}
+		auditLog     = fs.String("audit-log-path", "", "append an audit.k8s.io/v1 Event per request to this file (JSON lines)")
 	)
 	fs.Var(services, "webhook-service-address", "where a conversion webhook service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -75,6 +76,7 @@ func run(args []string) error {
 		ShutdownTimeout:    *shutdown,
 		MinRequestTimeout:  *minReqTimout,
 		Conversion:         server.ConversionOptions{ServiceAddresses: services},
+		AuditLogPath:       *auditLog,
 		Logger:             log,
 	}
 	if *compaction == 0 {
