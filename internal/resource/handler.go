@@ -231,6 +231,51 @@ func (c *call) respond(code int, raw []byte) {
 	request.Write(c.w, c.r, code, t, out[0])
 }
 
+// convertedKey says which converter made a remembered conversion, to which
+// version.
+type convertedKey struct {
+	conv    Converter
+	version string
+}
+
+// convertItems converts cached objects to the request's version, in one
+// batch, sharing conversions between requests: a cached object remembers
+// its last conversion by a converter that is not the trivial one.
+func (c *call) convertItems(items []*store.Item) ([][]byte, error) {
+	out := make([][]byte, len(items))
+	for i, it := range items {
+		out[i] = it.Raw
+	}
+	if _, trivial := c.res.Converter.(ApiVersionConverter); trivial {
+		return c.convert(out)
+	}
+	key := convertedKey{c.res.Converter, c.apiVersion()}
+	var pending []int
+	for i, it := range items {
+		if m := it.Converted(); m != nil && m.Key == key {
+			out[i] = m.Raw
+			continue
+		}
+		pending = append(pending, i)
+	}
+	if len(pending) == 0 {
+		return out, nil
+	}
+	raws := make([][]byte, len(pending))
+	for j, i := range pending {
+		raws[j] = out[i]
+	}
+	conv, err := c.convert(raws)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range pending {
+		out[i] = conv[j]
+		items[i].SetConverted(&store.Converted{Key: key, Raw: conv[j]})
+	}
+	return out, nil
+}
+
 // convert converts stored objects to the request's version.
 func (c *call) convert(objs [][]byte) ([][]byte, error) {
 	if len(objs) == 0 {

@@ -127,6 +127,7 @@ var errBadContinue = errors.New("invalid continue token")
 // page is a list result before encoding.
 type page struct {
 	items     [][]byte
+	cached    []*store.Item // the items, when they come from the cache
 	rev       int64
 	next      string // key to continue from
 	remaining int64  // -1: unknown
@@ -194,7 +195,7 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 		}
 	}
 	l := cache.List(store.ListOptions{Namespace: c.namespace, Limit: int(opts.Limit), Filter: keep})
-	p := &page{rev: l.Rev, next: l.Next, remaining: l.Remaining, items: make([][]byte, len(l.Items))}
+	p := &page{rev: l.Rev, next: l.Next, remaining: l.Remaining, items: make([][]byte, len(l.Items)), cached: l.Items}
 	for i, it := range l.Items {
 		p.items[i] = it.Raw
 	}
@@ -266,7 +267,12 @@ func (c *call) list() {
 		c.fail(c.storeError(err, ""))
 		return
 	}
-	items, err := c.convert(p.items)
+	var items [][]byte
+	if p.cached != nil {
+		items, err = c.convertItems(p.cached)
+	} else {
+		items, err = c.convert(p.items)
+	}
 	if err != nil {
 		c.fail(err)
 		return

@@ -160,11 +160,7 @@ func (c *call) watch() {
 		const batch = 500
 		for i := 0; i < len(initial); i += batch {
 			j := min(i+batch, len(initial))
-			raws := make([][]byte, 0, j-i)
-			for _, it := range initial[i:j] {
-				raws = append(raws, it.Raw)
-			}
-			out, err := c.convert(raws)
+			out, err := c.convertItems(initial[i:j])
 			if err != nil {
 				c.sendError(&buf, err)
 				send()
@@ -190,33 +186,55 @@ func (c *call) watch() {
 			return
 		}
 	}
-	emit := func(ev store.Event) bool {
-		if ev.Type == store.Bookmark {
-			if !opts.AllowWatchBookmarks {
-				return true
+	// emit writes events in order, their objects converted in one batch.
+	emit := func(evs []store.Event) bool {
+		var items []*store.Item
+		for _, ev := range evs {
+			if ev.Type != store.Bookmark {
+				items = append(items, ev.Item)
 			}
-			if err := event(string(store.Bookmark), c.bookmarkObject(ev.Rev, false)); err != nil {
-				c.sendError(&buf, err)
-			}
-			return send()
 		}
-		out, err := c.convert([][]byte{ev.Item.Raw})
+		out, err := c.convertItems(items)
 		if err != nil {
 			c.sendError(&buf, err)
 			send()
 			return false
 		}
-		if err := event(string(ev.Type), out[0]); err != nil {
-			c.sendError(&buf, err)
-			send()
-			return false
+		for _, ev := range evs {
+			if ev.Type == store.Bookmark {
+				if opts.AllowWatchBookmarks {
+					if err := event(string(store.Bookmark), c.bookmarkObject(ev.Rev, false)); err != nil {
+						c.sendError(&buf, err)
+					}
+				}
+				continue
+			}
+			if err := event(string(ev.Type), out[0]); err != nil {
+				c.sendError(&buf, err)
+				send()
+				return false
+			}
+			out = out[1:]
 		}
 		return send()
 	}
-	for _, ev := range replay {
-		if !emit(ev) {
+	for i := 0; i < len(replay); i += watchBatch {
+		if !emit(replay[i:min(i+watchBatch, len(replay))]) {
 			return
 		}
+	}
+	// next takes the events waiting for this watcher, up to a batch.
+	next := func(first store.Event) []store.Event {
+		evs := []store.Event{first}
+		for len(evs) < watchBatch {
+			select {
+			case ev := <-w.Events():
+				evs = append(evs, ev)
+			default:
+				return evs
+			}
+		}
+		return evs
 	}
 
 	timer := time.NewTimer(timeout)
@@ -224,15 +242,15 @@ func (c *call) watch() {
 	for {
 		select {
 		case ev := <-w.Events():
-			if !emit(ev) {
+			if !emit(next(ev)) {
 				return
 			}
 		case <-w.Done():
-			// Drain what was delivered before the cache ended the watch.
+			// Send what was delivered before the cache ended the watch.
 			for {
 				select {
 				case ev := <-w.Events():
-					if !emit(ev) {
+					if !emit(next(ev)) {
 						return
 					}
 				default:
@@ -248,6 +266,9 @@ func (c *call) watch() {
 		}
 	}
 }
+
+// watchBatch is the most events converted and written at once.
+const watchBatch = 500
 
 func (c *call) sendError(buf *bytes.Buffer, err error) {
 	st := request.Status(err)

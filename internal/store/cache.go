@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crdserver/crdserver/internal/jsonraw"
@@ -29,6 +30,34 @@ type Item struct {
 	Rev int64
 	// Raw is the stored JSON with metadata.resourceVersion set to Rev.
 	Raw []byte
+	// converted remembers this object in another version (see Converted).
+	converted *convertedBox
+}
+
+type convertedBox struct{ p atomic.Pointer[Converted] }
+
+// Converted is an Item converted to another version by a converter.
+type Converted struct {
+	// Key identifies the converter and the version.
+	Key any
+	Raw []byte
+}
+
+// Converted returns what SetConverted remembered, or nil.
+func (it *Item) Converted() *Converted {
+	if it.converted == nil {
+		return nil
+	}
+	return it.converted.p.Load()
+}
+
+// SetConverted remembers the object in another version, so that every
+// reader of that version shares one conversion (as a watch cache per
+// version would, without keeping one). Only items of the cache may remember.
+func (it *Item) SetConverted(c *Converted) {
+	if it.converted != nil {
+		it.converted.p.Store(c)
+	}
 }
 
 // DecodeFunc turns a stored value into an Item whose resourceVersion is rev.
@@ -220,6 +249,7 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 				c.log.Error("watch cache: undecodable object skipped", "key", kv.Key, "err", err)
 				continue
 			}
+			it.converted = &convertedBox{}
 			tree.ReplaceOrInsert(it)
 		}
 		if !page.More || len(page.KVs) == 0 {
@@ -294,6 +324,7 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 				c.log.Error("watch cache: undecodable object skipped", "key", key, "err", err)
 				continue
 			}
+			it.converted = &convertedBox{}
 			c.tree.ReplaceOrInsert(it)
 			ev = Event{Type: Added, Item: it, Rev: rev}
 			if prev != nil {
@@ -315,6 +346,7 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 				c.log.Error("watch cache: undecodable deleted object skipped", "key", key, "err", err)
 				continue
 			}
+			it.converted = &convertedBox{}
 			ev = Event{Type: Deleted, Item: it, Prev: prev, Rev: rev}
 			if prev == nil {
 				ev.Prev = it
@@ -574,6 +606,7 @@ func (w *Watcher) translate(ev Event) (Event, bool) {
 		// The watcher needs the previous content at this revision.
 		it := *ev.Prev
 		it.Rev = ev.Rev
+		it.converted = &convertedBox{}
 		if raw, err := jsonraw.SetResourceVersion(it.Raw, ev.Rev); err == nil {
 			it.Raw = raw
 		}
