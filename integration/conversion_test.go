@@ -159,6 +159,11 @@ func TestWebhookConversion(t *testing.T) {
 	if n := ws.calls.Load() - before; n != 3 {
 		t.Fatalf("list of 5 took %d calls", n)
 	}
+	// The conversions are shared: the same list again calls nothing.
+	before = ws.calls.Load()
+	if _, err := v1.List(e.ctx, metav1.ListOptions{}); err != nil || ws.calls.Load() != before {
+		t.Fatalf("second list: %v, %d calls", err, ws.calls.Load()-before)
+	}
 
 	// Switch the storage version to v1: nothing is rewritten, new writes
 	// go to v1.
