@@ -157,7 +157,11 @@ func ptr[T any](v T) *T { return &v }
 
 func TestCustomResourcePatch(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["list"] = apiextensionsv1.JSONSchemaProps{
+		Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}},
+	}
+	e.createCRD(crd)
 	cts := e.dyn.Resource(crontabs).Namespace("default")
 	ct := cronTab("p", nil)
 	_ = unstructured.SetNestedStringSlice(ct.Object, []string{"a", "b"}, "spec", "list")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -150,14 +151,27 @@ func (r *Registry) applyCRD(it *store.Item) {
 			cache = store.NewCache(r.store, prefix, resource.DecodeItem, r.cacheOpts, r.log)
 			r.caches[prefix] = cache
 		}
-		conv, err := conversion.ForCRD(crd, r.conversion)
-		if err != nil {
-			// Served without conversion between versions: reads in another
-			// version fail with the reason.
-			r.log.Warn("CRD conversion", "crd", crd.Name, "err", err)
-			conv = failingConverter{err}
+		if e.schemas == nil || e.schemaGen != crd.Generation {
+			schemas, err := compileSchemas(crd)
+			if err != nil {
+				// CRD validation refuses what does not compile; log it.
+				r.log.Error("CRD schema", "crd", crd.Name, "err", err)
+			}
+			e.schemas, e.schemaGen, e.schemaRev = schemas, crd.Generation, it.Rev
+			e.conv = nil
 		}
-		e.res = customResourceFor(crd, cache, conv)
+		if e.conv == nil || !apiequality.Semantic.DeepEqual(e.convSpec, crd.Spec.Conversion) {
+			conv, err := conversion.ForCRD(crd, r.conversion)
+			if err != nil {
+				// Served without conversion between versions: reads in another
+				// version fail with the reason.
+				r.log.Warn("CRD conversion", "crd", crd.Name, "err", err)
+				conv = failingConverter{err}
+			}
+			e.conv = &schemaConverter{inner: conv, schemas: e.schemas, schemaRev: e.schemaRev}
+			e.convSpec = crd.Spec.Conversion.DeepCopy()
+		}
+		e.res = customResourceFor(crd, cache, e.conv, e.schemas)
 	}
 	if old != nil && old.Converter != nil && (e.res == nil || old.Converter != e.res.Converter) {
 		if c, ok := old.Converter.(interface{ Close() }); ok {

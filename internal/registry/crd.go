@@ -7,6 +7,7 @@ import (
 
 	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/schema"
 	"github.com/crdserver/crdserver/internal/store"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
+	kjson "sigs.k8s.io/json"
 )
 
 const crdPrefix = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
@@ -93,14 +95,25 @@ func toInternal(crd *apiextensionsv1.CustomResourceDefinition) (*apiextensions.C
 type crdStrategy struct{}
 
 // Normalize decodes a body through the v1 type and applies its defaults.
-func (crdStrategy) Normalize(obj *resource.Object) error {
-	crd, err := toCRD(obj)
+func (crdStrategy) Normalize(obj *resource.Object) ([]error, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	strict, err := decodeTyped(obj, crd)
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: %v", err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: %v", err))
 	}
 	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
 	fromCRD(crd, obj)
-	return nil
+	return strict, nil
+}
+
+// decodeTyped decodes an Object into a Go type, returning the strict
+// decoding errors (unknown fields) apart.
+func decodeTyped(obj *resource.Object, into any) ([]error, error) {
+	data, err := obj.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return kjson.UnmarshalStrict(data, into)
 }
 
 func editCRD(obj *resource.Object, f func(crd *apiextensionsv1.CustomResourceDefinition)) {
@@ -248,7 +261,7 @@ func crPrefix(crd *apiextensionsv1.CustomResourceDefinition) string {
 }
 
 // customResourceFor builds the serving definition of a CRD's resource.
-func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *store.Cache, conv resource.Converter) *resource.Resource {
+func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *store.Cache, conv resource.Converter, schemas map[string]*schema.Version) *resource.Resource {
 	names := crd.Status.AcceptedNames
 	var served []string
 	status := map[string]bool{}
@@ -278,7 +291,7 @@ func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *sto
 		StorageVersion: storage,
 		KeyPrefix:      crPrefix(crd),
 		Cache:          cache,
-		Strategy:       customResourceStrategy{status: status},
+		Strategy:       customResourceStrategy{status: status, schemas: schemas},
 		Converter:      conv,
 		Table:          newCustomResourceTable(crd),
 		Terminating:    crd.DeletionTimestamp != nil || apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating),

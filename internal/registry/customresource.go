@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/schema"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -15,6 +16,20 @@ import (
 type customResourceStrategy struct {
 	// status says which apiVersions have the status subresource.
 	status map[string]bool
+	// schemas are the compiled schemas by apiVersion.
+	schemas map[string]*schema.Version
+}
+
+// Coerce prunes and defaults a request body with its version's schema.
+func (s customResourceStrategy) Coerce(content map[string]any, track bool) ([]string, error) {
+	av, _ := content["apiVersion"].(string)
+	v := s.schemas[av]
+	unknown, err := v.Coerce(content, track)
+	if err != nil {
+		return nil, err
+	}
+	v.Default(content)
+	return unknown, nil
 }
 
 func (s customResourceStrategy) PrepareForCreate(_ context.Context, obj *resource.Object) {

@@ -63,13 +63,14 @@ func fromMigration(m *svmv1.StorageVersionMigration, obj *resource.Object) {
 // is immutable, the status belongs to the migration controller.
 type migrationStrategy struct{}
 
-func (migrationStrategy) Normalize(obj *resource.Object) error {
-	m, err := toMigration(obj)
+func (migrationStrategy) Normalize(obj *resource.Object) ([]error, error) {
+	m := &svmv1.StorageVersionMigration{}
+	strict, err := decodeTyped(obj, m)
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("StorageVersionMigration cannot be handled as a StorageVersionMigration: %v", err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("StorageVersionMigration in version %q cannot be handled as a StorageVersionMigration: %v", obj.APIVersion(), err))
 	}
 	fromMigration(m, obj)
-	return nil
+	return strict, nil
 }
 
 func (migrationStrategy) PrepareForCreate(_ context.Context, obj *resource.Object) {

@@ -67,13 +67,14 @@ func fromNamespace(ns *corev1.Namespace, obj *resource.Object) {
 }
 
 // Normalize decodes a body through the Namespace type.
-func (namespaceStrategy) Normalize(obj *resource.Object) error {
-	ns, err := toNamespace(obj)
+func (namespaceStrategy) Normalize(obj *resource.Object) ([]error, error) {
+	ns := &corev1.Namespace{}
+	strict, err := decodeTyped(obj, ns)
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("Namespace in version \"v1\" cannot be handled as a Namespace: %v", err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("Namespace in version \"v1\" cannot be handled as a Namespace: %v", err))
 	}
 	fromNamespace(ns, obj)
-	return nil
+	return strict, nil
 }
 
 func edit(obj *resource.Object, f func(ns *corev1.Namespace)) {

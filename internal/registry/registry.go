@@ -11,6 +11,7 @@ import (
 
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/resource"
+	crschema "github.com/crdserver/crdserver/internal/schema"
 	"github.com/crdserver/crdserver/internal/store"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -90,6 +91,16 @@ type Registry struct {
 type crdEntry struct {
 	crd *apiextensionsv1.CustomResourceDefinition
 	res *resource.Resource // nil while not served
+	// schemas are compiled once per CRD generation; schemaRev is the
+	// revision of the CRD write that brought them.
+	schemas   map[string]*crschema.Version
+	schemaGen int64
+	schemaRev int64
+	// conv converts between versions; kept while the schemas and
+	// spec.conversion stay the same, so that webhook clients and shared
+	// conversions survive status changes.
+	conv     *schemaConverter
+	convSpec *apiextensionsv1.CustomResourceConversion
 }
 
 // Options configure a Registry.

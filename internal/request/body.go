@@ -10,7 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -91,18 +91,26 @@ func ToJSON(body []byte, mediaType, kind string) ([]byte, error) {
 // DecodeObject decodes a request body (JSON or YAML) into an object.
 // Integers decode as int64, as in Kubernetes' unstructured objects.
 func DecodeObject(body []byte, mediaType, kind string) (map[string]any, error) {
+	obj, _, err := DecodeObjectStrict(body, mediaType, kind)
+	return obj, err
+}
+
+// DecodeObjectStrict decodes like DecodeObject and also returns the strict
+// decoding errors (duplicate fields) that field validation reports.
+func DecodeObjectStrict(body []byte, mediaType, kind string) (map[string]any, []error, error) {
 	j, err := ToJSON(body, mediaType, kind)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var obj map[string]any
-	if err := utiljson.Unmarshal(j, &obj); err != nil || obj == nil {
+	strict, err := kjson.UnmarshalStrict(j, &obj, kjson.DisallowDuplicateFields)
+	if err != nil || obj == nil {
 		if err == nil {
 			err = errors.New("the body is not a JSON object")
 		}
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)", kind, err, snippet(j)))
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)", kind, err, snippet(j)))
 	}
-	return obj, nil
+	return obj, strict, nil
 }
 
 func snippet(b []byte) []byte {

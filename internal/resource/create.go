@@ -29,57 +29,76 @@ func (c *call) dryRun() (bool, error) {
 	return true, nil
 }
 
-// readBody reads the dryRun option and the request body, an Object of this
-// resource in the request's version.
-func (c *call) readBody() (*Object, bool, error) {
+// readBody reads the dryRun and fieldValidation options and the request
+// body, an Object of this resource in the request's version, pruned and
+// defaulted by its schema. optionsKind names the options in errors.
+func (c *call) readBody(optionsKind string) (*Object, bool, error) {
 	dry, err := c.dryRun()
 	if err != nil {
 		return nil, false, err
 	}
-	obj, err := c.decodeBody()
+	directive, err := c.fieldValidation(optionsKind)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := c.checkTypeMeta(obj); err != nil {
+	body, err := request.ReadBody(c.r)
+	if err != nil {
+		return nil, false, err
+	}
+	mt := request.MediaType(c.r)
+	if mt == Protobuf && c.res.Protobuf {
+		if body, err = protobufToJSON(body, c.res.Kind); err != nil {
+			return nil, false, err
+		}
+		mt = "application/json"
+	}
+	content, dups, err := request.DecodeObjectStrict(body, mt, c.res.Kind)
+	if err != nil {
+		return nil, false, err
+	}
+	s := &strictness{directive: directive}
+	s.add(nil, dups)
+	obj, err := c.decodeContent(content, s)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := s.report(c, c.bodyStrictError); err != nil {
 		return nil, false, err
 	}
 	return obj, dry, nil
 }
 
-// decodeBody reads the request body into an Object of this resource.
-func (c *call) decodeBody() (*Object, error) {
-	body, err := request.ReadBody(c.r)
-	if err != nil {
-		return nil, err
-	}
-	mt := request.MediaType(c.r)
-	if mt == Protobuf && c.res.Protobuf {
-		if body, err = protobufToJSON(body, c.res.Kind); err != nil {
-			return nil, err
-		}
-		mt = "application/json"
-	}
-	content, err := request.DecodeObject(body, mt, c.res.Kind)
-	if err != nil {
-		return nil, err
-	}
+// decodeContent turns a decoded body into an Object of this resource: its
+// apiVersion and kind checked, pruned and defaulted by its schema (unknown
+// fields recorded in s), metadata typed, built-in kinds normalized.
+func (c *call) decodeContent(content map[string]any, s *strictness) (*Object, error) {
 	md, _ := content["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	av, _ := content["apiVersion"].(string)
+	kind, _ := content["kind"].(string)
+	if err := c.checkTypeMeta(av, kind, name); err != nil {
+		return nil, err
+	}
+	if err := c.coerce(content, s); err != nil {
+		return nil, err
+	}
 	obj, errs := NewObject(content)
 	if len(errs) > 0 {
-		name, _ := md["name"].(string)
 		return nil, c.invalid("", name, errs)
 	}
 	if n, ok := c.res.Strategy.(Normalizer); ok {
-		if err := n.Normalize(obj); err != nil {
+		strict, err := n.Normalize(obj)
+		if err != nil {
 			return nil, err
 		}
+		s.add(nil, strict)
 	}
 	return obj, nil
 }
 
 // create answers POST to a collection.
 func (c *call) create() {
-	obj, dry, err := c.readBody()
+	obj, dry, err := c.readBody("CreateOptions")
 	if err != nil {
 		c.fail(err)
 		return

@@ -45,15 +45,15 @@ func (c *call) matchNamespace(obj *Object) error {
 
 // checkTypeMeta checks apiVersion and kind of a request body against the
 // endpoint: a wrong apiVersion is a 400, a wrong kind a 422.
-func (c *call) checkTypeMeta(obj *Object) error {
-	if av := obj.APIVersion(); av != c.apiVersion() {
+func (c *call) checkTypeMeta(av, k, name string) error {
+	if av != c.apiVersion() {
 		return apierrors.NewBadRequest("the API version in the data (" + av + ") does not match the expected API version (" + c.apiVersion() + ")")
 	}
-	if k := obj.Kind(); k != c.res.Kind {
+	if k != c.res.Kind {
 		if k == "" {
 			return apierrors.NewBadRequest("the object provided is unrecognized (must be of type " + c.res.Kind + "): Object 'Kind' is missing")
 		}
-		return c.invalid(k, obj.Meta.Name, field.ErrorList{field.Invalid(field.NewPath("kind"), k, "must be "+c.res.Kind)})
+		return c.invalid(k, name, field.ErrorList{field.Invalid(field.NewPath("kind"), k, "must be "+c.res.Kind)})
 	}
 	return nil
 }

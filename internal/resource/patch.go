@@ -7,8 +7,10 @@ import (
 	"github.com/crdserver/crdserver/internal/request"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	kjson "sigs.k8s.io/json"
 )
 
 // maxJSONPatchOperations bounds a JSON patch, as in Kubernetes.
@@ -19,6 +21,11 @@ const maxJSONPatchOperations = 10000
 // patch, applied to the newest object in the request's version.
 func (c *call) patch(sub string) {
 	dry, err := c.dryRun()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	directive, err := c.fieldValidation("PatchOptions")
 	if err != nil {
 		c.fail(err)
 		return
@@ -39,6 +46,14 @@ func (c *call) patch(sub string) {
 	if err != nil {
 		c.fail(err)
 		return
+	}
+	// Duplicate fields in the patch itself count for field validation.
+	var patchStrict []error
+	if mt != request.JSONPatch && directive != metav1.FieldValidationIgnore {
+		var m map[string]any
+		if strict, err := kjson.UnmarshalStrict(body, &m, kjson.DisallowDuplicateFields); err == nil {
+			patchStrict = strict
+		}
 	}
 	var apply func(doc []byte) ([]byte, error)
 	switch mt {
@@ -85,15 +100,17 @@ func (c *call) patch(sub string) {
 		if err != nil {
 			return nil, err
 		}
-		next, err := request.DecodeObject(patched, "application/json", c.res.Kind)
+		content, dups, err := request.DecodeObjectStrict(patched, "application/json", c.res.Kind)
 		if err != nil {
 			return nil, err
 		}
-		obj, errs := NewObject(next)
-		if len(errs) > 0 {
-			return nil, c.invalid("", c.info.Name, errs)
+		s := &strictness{directive: directive}
+		s.add(nil, append(append([]error(nil), patchStrict...), dups...))
+		obj, err := c.decodeContent(content, s)
+		if err != nil {
+			return nil, err
 		}
-		if err := c.checkTypeMeta(obj); err != nil {
+		if err := s.report(c, func(err error) error { return patchStrictError(patched, err) }); err != nil {
 			return nil, err
 		}
 		return obj, nil

@@ -142,9 +142,10 @@ type FinalizeStrategy interface {
 
 // Normalizer lets a built-in type check and normalize a decoded request
 // body through its Go type (dropping unknown fields, applying defaults).
-// Its errors reach the client as they are.
+// It returns the strict decoding errors (unknown fields) for field
+// validation; its errors reach the client as they are.
 type Normalizer interface {
-	Normalize(obj *Object) error
+	Normalize(obj *Object) ([]error, error)
 }
 
 // Converter converts objects between the versions of a resource.

@@ -26,7 +26,7 @@ func (c *call) finalized(obj *Object) bool {
 // update answers PUT of an object or of its status or finalize
 // subresource.
 func (c *call) update(sub string) {
-	obj, dry, err := c.readBody()
+	obj, dry, err := c.readBody("UpdateOptions")
 	if err != nil {
 		c.fail(err)
 		return

@@ -1,0 +1,213 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+)
+
+// Version is the compiled schema of one CRD version: everything a request
+// needs, built once when the CRD is written.
+type Version struct {
+	structural *structuralschema.Structural
+	validator  apiservervalidation.SchemaValidator
+	status     apiservervalidation.SchemaValidator // nil without a status subresource
+	cel        *cel.Validator                      // nil without CEL rules
+	hasDefault bool
+}
+
+// Compile builds the schema of version of a CRD. A CRD without a schema
+// for that version (impossible for a valid v1 CRD) gets nil.
+func Compile(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Version, error) {
+	val, err := apihelpers.GetSchemaForVersion(crd, version)
+	if err != nil || val == nil || val.OpenAPIV3Schema == nil {
+		return nil, err
+	}
+	internal := &apiextensions.CustomResourceValidation{}
+	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(val, internal, nil); err != nil {
+		return nil, fmt.Errorf("converting the schema of %s: %w", version, err)
+	}
+	s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+	if err != nil {
+		return nil, fmt.Errorf("the schema of %s is not structural: %w", version, err)
+	}
+	s = s.DeepCopy()
+	if err := structuraldefaulting.PruneDefaults(s); err != nil {
+		return nil, fmt.Errorf("pruning the defaults of %s: %w", version, err)
+	}
+	v := &Version{structural: s, hasDefault: hasDefault(s)}
+	if v.validator, _, err = apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema); err != nil {
+		return nil, err
+	}
+	sub, err := apihelpers.GetSubresourcesForVersion(crd, version)
+	if err != nil {
+		return nil, err
+	}
+	if sub != nil && sub.Status != nil {
+		if st, ok := internal.OpenAPIV3Schema.Properties["status"]; ok {
+			if v.status, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if hasValidations(s) {
+		v.cel = cel.NewValidator(s, true, celconfig.PerCallLimit)
+	}
+	return v, nil
+}
+
+func hasDefault(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default.Object != nil {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasDefault(&p) {
+			return true
+		}
+	}
+	if s.Items != nil && hasDefault(s.Items) {
+		return true
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil && hasDefault(s.AdditionalProperties.Structural) {
+		return true
+	}
+	return false
+}
+
+func hasValidations(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if len(s.XValidations) > 0 {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasValidations(&p) {
+			return true
+		}
+	}
+	if s.Items != nil && hasValidations(s.Items) {
+		return true
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil && hasValidations(s.AdditionalProperties.Structural) {
+		return true
+	}
+	return false
+}
+
+// HasDefaults reports whether the schema defaults anything.
+func (v *Version) HasDefaults() bool { return v != nil && v.hasDefault }
+
+// Coerce drops what the schema does not know from a decoded object
+// (apiVersion, kind and metadata stay; embedded resources keep theirs) and
+// normalizes metadata, as Kubernetes' decoder does. With track, it returns
+// the paths of the unknown fields it dropped, for field validation.
+func (v *Version) Coerce(obj map[string]any, track bool) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	av, kind, md := obj["apiVersion"], obj["kind"], obj["metadata"]
+	unknown := structuralpruning.PruneWithOptions(obj, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
+	ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, v.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: track})
+	if ferr != nil {
+		return nil, ferr
+	}
+	unknown = append(unknown, paths...)
+	if av != nil {
+		obj["apiVersion"] = av
+	}
+	if kind != nil {
+		obj["kind"] = kind
+	}
+	if md != nil {
+		obj["metadata"] = md
+	}
+	return unknown, nil
+}
+
+// Default applies the schema's defaults.
+func (v *Version) Default(obj map[string]any) {
+	if v == nil || !v.hasDefault {
+		return
+	}
+	structuraldefaulting.Default(obj, v.structural)
+}
+
+// Validate checks a new object against the schema: OpenAPI validation,
+// embedded resources, list types and CEL rules, every violation with its
+// field path.
+func (v *Version) Validate(ctx context.Context, obj map[string]any) field.ErrorList {
+	if v == nil {
+		return nil
+	}
+	errs := apiservervalidation.ValidateCustomResource(nil, obj, v.validator)
+	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
+	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
+	return append(errs, v.validateCEL(ctx, obj, nil, errs)...)
+}
+
+// ValidateUpdate checks an updated object, ratcheting: a value the update
+// does not change may stay invalid.
+func (v *Version) ValidateUpdate(ctx context.Context, obj, old map[string]any) field.ErrorList {
+	if v == nil {
+		return nil
+	}
+	correlated := common.NewCorrelatedObject(obj, old, &model.Structural{Structural: v.structural})
+	errs := apiservervalidation.ValidateCustomResourceUpdate(nil, obj, old, v.validator, apiservervalidation.WithRatcheting(correlated))
+	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
+	if len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old)) == 0 {
+		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
+	}
+	return append(errs, v.validateCEL(ctx, obj, old, errs, cel.WithRatcheting(correlated))...)
+}
+
+// ValidateStatus checks a status update against the status schema.
+func (v *Version) ValidateStatus(ctx context.Context, obj, old map[string]any) field.ErrorList {
+	if v == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if st, ok := obj["status"]; ok && v.status != nil {
+		correlated := common.NewCorrelatedObject(obj, old, &model.Structural{Structural: v.structural})
+		errs = apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), st, old["status"], v.status, apiservervalidation.WithRatcheting(correlated))
+	}
+	return append(errs, v.validateCEL(ctx, obj, old, errs)...)
+}
+
+// validateCEL runs the CEL rules unless earlier errors make them
+// meaningless (a wrong type blocks them, as in Kubernetes).
+func (v *Version) validateCEL(ctx context.Context, obj, old map[string]any, prior field.ErrorList, opts ...cel.Option) field.ErrorList {
+	if v.cel == nil {
+		return nil
+	}
+	for _, e := range prior {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return field.ErrorList{field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")}
+		}
+	}
+	var oldObj any
+	if old != nil {
+		oldObj = old
+	}
+	errs, _ := v.cel.Validate(ctx, nil, v.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
+	return errs
+}
