@@ -323,3 +323,17 @@ func cronTab(name string, labels map[string]string) *unstructured.Unstructured {
 	}
 	return u
 }
+
+func TestCRDWriteWarnings(t *testing.T) {
+	e := start(t)
+	crd := fixtureCRD(t, "crd-crontab-basic")
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	image := spec.Properties["image"]
+	image.Format = "no-such-format"
+	spec.Properties["image"] = image
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	r := e.do("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", mustJSON(crd))
+	if r.code != http.StatusCreated || !slices.Contains(r.header.Values("Warning"), `299 - "unrecognized format \"no-such-format\""`) {
+		t.Fatalf("create: %d warnings %q", r.code, r.header.Values("Warning"))
+	}
+}

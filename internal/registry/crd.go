@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	crdregistry "k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -343,4 +344,24 @@ func (f failingConverter) Convert(_ context.Context, objs [][]byte, to string) (
 		}
 	}
 	return objs, nil
+}
+
+// upstreamCRDStrategy gives the warnings Kubernetes sends on CRD writes
+// (unrecognized formats, list-type set on non-scalar items).
+var upstreamCRDStrategy = crdregistry.NewStrategy(nil)
+
+func (crdStrategy) WarningsOnCreate(ctx context.Context, obj *resource.Object) []string {
+	in, _, errs := internalPair(obj, nil)
+	if errs != nil {
+		return nil
+	}
+	return upstreamCRDStrategy.WarningsOnCreate(ctx, in)
+}
+
+func (crdStrategy) WarningsOnUpdate(ctx context.Context, obj, old *resource.Object) []string {
+	in, oin, errs := internalPair(obj, old)
+	if errs != nil {
+		return nil
+	}
+	return upstreamCRDStrategy.WarningsOnUpdate(ctx, in, oin)
 }

@@ -3,6 +3,7 @@ package resource
 import (
 	"context"
 
+	"github.com/crdserver/crdserver/internal/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
@@ -89,6 +90,11 @@ func (c *call) prepareCreate(ctx context.Context, obj *Object) error {
 	if len(errs) > 0 {
 		return c.invalid(obj.Kind(), m.Name, errs)
 	}
+	if w, ok := c.res.Strategy.(Warner); ok {
+		for _, text := range w.WarningsOnCreate(ctx, obj) {
+			request.AddWarning(c.w, text)
+		}
+	}
 	return nil
 }
 
@@ -131,6 +137,11 @@ func (c *call) prepareUpdate(ctx context.Context, obj, old *Object, sub string) 
 	}
 	if len(errs) > 0 {
 		return c.invalid(obj.Kind(), m.Name, errs)
+	}
+	if w, ok := c.res.Strategy.(Warner); ok && sub == "" {
+		for _, text := range w.WarningsOnUpdate(ctx, obj, old) {
+			request.AddWarning(c.w, text)
+		}
 	}
 	return nil
 }

@@ -140,6 +140,14 @@ type FinalizeStrategy interface {
 	PrepareForFinalize(ctx context.Context, obj, old *Object)
 }
 
+// Warner lets a strategy warn about an accepted write (Kubernetes'
+// WarningsOnCreate and WarningsOnUpdate); the texts reach the client as
+// Warning headers.
+type Warner interface {
+	WarningsOnCreate(ctx context.Context, obj *Object) []string
+	WarningsOnUpdate(ctx context.Context, obj, old *Object) []string
+}
+
 // Normalizer lets a built-in type check and normalize a decoded request
 // body through its Go type (dropping unknown fields, applying defaults).
 // It returns the strict decoding errors (unknown fields) for field
