@@ -1,0 +1,177 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// cronTab is the documentation's CronTab CRD with validation and a default.
+const cronTab = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: crontabs.stable.example.com}
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, kind: CronTab}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string, pattern: '^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$'}
+              image: {type: string}
+              replicas: {type: integer, minimum: 1, maximum: 10, default: 1}
+`
+
+func compile(t testing.TB, doc string) *Version {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(doc), crd); err != nil {
+		t.Fatal(err)
+	}
+	v, err := Compile(crd, crd.Spec.Versions[0].Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func decode(t testing.TB, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if _, err := kjson.UnmarshalStrict([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestPipeline(t *testing.T) {
+	v := compile(t, cronTab)
+	obj := decode(t, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a"},"spec":{"cronSpec":"* * * *","image":"i","x":1},"y":2}`)
+	unknown, err := v.Coerce(obj, true)
+	if err != nil || strings.Join(unknown, ",") != "spec.x,y" {
+		t.Fatalf("unknown %v %v", unknown, err)
+	}
+	v.Default(obj)
+	if obj["spec"].(map[string]any)["replicas"] != int64(1) {
+		t.Fatalf("default not applied: %v", obj)
+	}
+	errs := v.Validate(context.Background(), obj)
+	if len(errs) != 1 || errs[0].Field != "spec.cronSpec" || !strings.Contains(errs[0].Error(), "spec.cronSpec in body should match") {
+		t.Fatalf("errors %v", errs)
+	}
+	// Ratcheting: keeping the invalid value is fine, changing it to another
+	// invalid value is not.
+	old := decode(t, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a"},"spec":{"cronSpec":"bad","replicas":1}}`)
+	same := decode(t, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","labels":{"x":"y"}},"spec":{"cronSpec":"bad","replicas":1}}`)
+	if errs := v.ValidateUpdate(context.Background(), same, old); len(errs) != 0 {
+		t.Fatalf("ratcheting: %v", errs)
+	}
+	other := decode(t, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a"},"spec":{"cronSpec":"worse","replicas":1}}`)
+	if errs := v.ValidateUpdate(context.Background(), other, old); len(errs) != 1 {
+		t.Fatalf("changed invalid value: %v", errs)
+	}
+}
+
+// wide is a CRD whose objects have 50 string fields and 5 CEL rules.
+func wide() (string, string) {
+	var props, fields []string
+	for i := 0; i < 50; i++ {
+		props = append(props, fmt.Sprintf("              f%02d: {type: string, maxLength: 64}", i))
+		fields = append(fields, fmt.Sprintf(`"f%02d":"%s"`, i, strings.Repeat("v", 30)))
+	}
+	crd := `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: wides.bench.example.com}
+spec:
+  group: bench.example.com
+  scope: Namespaced
+  names: {plural: wides, kind: Wide}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.f00 != self.f01 || self.f00 == self.f01"
+            - rule: "self.f02.size() <= 64"
+            - rule: "self.f03.startsWith('v')"
+            - rule: "!has(self.f04) || self.f04.matches('^v+$')"
+            - rule: "self.f05 + self.f06 != ''"
+            properties:
+` + strings.Join(props, "\n") + "\n"
+	obj := `{"apiVersion":"bench.example.com/v1","kind":"Wide","metadata":{"name":"w","namespace":"default"},"spec":{` + strings.Join(fields, ",") + `}}`
+	return crd, obj
+}
+
+func TestWideObject(t *testing.T) {
+	crd, obj := wide()
+	v := compile(t, crd)
+	if len(obj) < 2000 {
+		t.Fatalf("object of %d bytes", len(obj))
+	}
+	m := decode(t, obj)
+	if _, err := v.Coerce(m, true); err != nil {
+		t.Fatal(err)
+	}
+	if errs := v.Validate(context.Background(), m); len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	bad := decode(t, strings.Replace(obj, `"f03":"v`, `"f03":"x`, 1))
+	if errs := v.Validate(context.Background(), bad); len(errs) != 1 || errs[0].Field != "spec" {
+		t.Fatalf("CEL rule not applied: %v", errs)
+	}
+}
+
+// benchPipeline runs what a create runs on the body: decode, prune,
+// default, validate (CEL included).
+func benchPipeline(b *testing.B, crd, obj string) {
+	v := compile(b, crd)
+	body := []byte(obj)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var m map[string]any
+		if _, err := kjson.UnmarshalStrict(body, &m, kjson.DisallowDuplicateFields); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := v.Coerce(m, true); err != nil {
+			b.Fatal(err)
+		}
+		v.Default(m)
+		if errs := v.Validate(ctx, m); len(errs) != 0 {
+			b.Fatal(errs)
+		}
+	}
+}
+
+func BenchmarkPipelineCronTab(b *testing.B) {
+	benchPipeline(b, cronTab, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"my-new-cron-object","namespace":"default"},"spec":{"cronSpec":"* * * * */5","image":"my-awesome-cron-image","replicas":3}}`)
+}
+
+func BenchmarkPipelineWide2KiB(b *testing.B) {
+	crd, obj := wide()
+	benchPipeline(b, crd, obj)
+}
+
