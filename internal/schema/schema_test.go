@@ -174,4 +174,3 @@ func BenchmarkPipelineWide2KiB(b *testing.B) {
 	crd, obj := wide()
 	benchPipeline(b, crd, obj)
 }
-
