@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -253,7 +254,9 @@ func (c *call) convertItems(items []*store.Item) ([][]byte, error) {
 	var pending []int
 	for i, it := range items {
 		if m := it.Converted(); m != nil && m.Key == key {
-			out[i] = m.Raw
+			if m.Raw != nil {
+				out[i] = m.Raw
+			}
 			continue
 		}
 		pending = append(pending, i)
@@ -270,8 +273,13 @@ func (c *call) convertItems(items []*store.Item) ([][]byte, error) {
 		return nil, err
 	}
 	for j, i := range pending {
+		remembered := conv[j]
+		if bytes.Equal(conv[j], raws[j]) {
+			// Nothing to convert: remember that, not a copy.
+			remembered = nil
+		}
 		out[i] = conv[j]
-		items[i].SetConverted(&store.Converted{Key: key, Raw: conv[j]})
+		items[i].SetConverted(&store.Converted{Key: key, Raw: remembered})
 	}
 	return out, nil
 }
