@@ -31,14 +31,24 @@ func runMigrate(args []string, out io.Writer) error {
 	}
 	kubeconfig := fs.String("kubeconfig", defaultKubeconfig(), "kubeconfig of the server")
 	timeout := fs.Duration("timeout", time.Hour, "how long to wait for the migration")
-	if err := fs.Parse(args); err != nil {
-		return err
+	// Flags may come before or after the resource, as with kubectl.
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() != 1 || !strings.Contains(fs.Arg(0), ".") {
+	if len(positional) != 1 || !strings.Contains(positional[0], ".") {
 		fs.Usage()
 		return errors.New("name the resource as <plural>.<group>")
 	}
-	plural, group, _ := strings.Cut(fs.Arg(0), ".")
+	target := positional[0]
+	plural, group, _ := strings.Cut(target, ".")
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		return err
@@ -52,7 +62,7 @@ func runMigrate(args []string, out io.Writer) error {
 	svms := client.Resource(svmv1.SchemeGroupVersion.WithResource("storageversionmigrations"))
 	m := &svmv1.StorageVersionMigration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: svmv1.SchemeGroupVersion.String(), Kind: "StorageVersionMigration"},
-		ObjectMeta: metav1.ObjectMeta{GenerateName: fs.Arg(0) + "-"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: target + "-"},
 		Spec:       svmv1.StorageVersionMigrationSpec{Resource: metav1.GroupResource{Group: group, Resource: plural}},
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)

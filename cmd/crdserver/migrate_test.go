@@ -62,7 +62,7 @@ func TestMigrateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := runMigrate([]string{"--kubeconfig", srv.KubeconfigPath(), "--timeout", "30s", "things.m.example.com"}, &out); err != nil {
+	if err := runMigrate([]string{"things.m.example.com", "--kubeconfig", srv.KubeconfigPath(), "--timeout", "30s"}, &out); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "storageversionmigration.storagemigration.k8s.io/things.m.example.com-") || !strings.Contains(out.String(), "succeeded: migrated 1 objects") {

@@ -187,11 +187,12 @@ func (r *Registry) migrate(ctx context.Context, name string) {
 		r.log.Warn("storage migration", "migration", name, "err", err)
 		return
 	}
-	progress := func(done, total int) {
+	progress := func(done, total, rewritten int) {
 		_ = setStatus(func(m *svmv1.StorageVersionMigration) {
 			meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{
 				Type: string(svmv1.MigrationRunning), Status: metav1.ConditionTrue,
-				Reason: "MigrationRunning", Message: fmt.Sprintf("migrated %d of %d objects", done, total),
+				Reason:  "MigrationRunning",
+				Message: fmt.Sprintf("checked %d of %d objects, rewrote %d", done, total, rewritten),
 			})
 		})
 	}
@@ -219,7 +220,7 @@ func (r *Registry) migrate(ctx context.Context, name string) {
 // current storage version: read in pages, converted in batches, written
 // back unchanged with a revision precondition, conflicts retried. Then the
 // CRD's storedVersions are trimmed to the storage version.
-func (r *Registry) rewriteAll(ctx context.Context, gr schema.GroupResource, progress func(done, total int)) (int, error) {
+func (r *Registry) rewriteAll(ctx context.Context, gr schema.GroupResource, progress func(done, total, rewritten int)) (int, error) {
 	// Migrate to the storage version of the newest CRD.
 	if err := r.CatchUp(ctx); err != nil {
 		return 0, err
@@ -272,7 +273,7 @@ func (r *Registry) rewriteAll(ctx context.Context, gr schema.GroupResource, prog
 		if err != nil {
 			return migrated, err
 		}
-		progress(seen, total)
+		progress(seen, total, migrated)
 		if !page.More || len(page.KVs) == 0 {
 			break
 		}
