@@ -16,6 +16,9 @@
 //
 // The files: harness_test.go builds the binaries and starts, stops and
 // restarts servers and kubectl; kubectl_test.go, client_test.go and
-// restart_test.go are the scenarios. testdata/ holds the fixtures, copied
+// restart_test.go are the scenarios; versions_test.go plays the whole life
+// cycle of an API version (webhook conversion through the example webhook
+// that webhook_test.go builds and runs, storage switch, deprecation,
+// migration, unserving, removal). testdata/ holds the fixtures, copied
 // from the project's spec (spec/crd-fixtures.yaml).
 package e2e
