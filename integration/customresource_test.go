@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -339,5 +341,63 @@ func TestStatusSubresource(t *testing.T) {
 	}
 	if r := e.do("GET", ctPath+"/s/scale", ""); r.code != http.StatusNotFound {
 		t.Fatalf("scale without the subresource: %d", r.code)
+	}
+}
+
+func TestScaleSubresource(t *testing.T) {
+	e := start(t)
+	crd := fixtureCRD(t, "crd-crontab-basic")
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	replicas := spec.Properties["replicas"]
+	replicas.Maximum = ptr(10.0)
+	spec.Properties["replicas"] = replicas
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}
+	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{
+		Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
+		Scale:  &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", LabelSelectorPath: ptr(".status.labelSelector")},
+	}
+	e.createCRD(crd)
+	ct := cronTab("s", nil)
+	_ = unstructured.SetNestedField(ct.Object, int64(3), "spec", "replicas")
+	if _, err := e.dyn.Resource(crontabs).Namespace("default").Create(e.ctx, ct, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scale := ctPath + "/s/scale"
+	r := e.do("GET", scale, "")
+	var s autoscalingv1.Scale
+	if err := json.Unmarshal(r.body, &s); err != nil || r.code != 200 || s.Kind != "Scale" || s.APIVersion != "autoscaling/v1" || s.Spec.Replicas != 3 || s.Status.Replicas != 0 || s.Name != "s" {
+		t.Fatalf("get scale: %d %s", r.code, r.body)
+	}
+	r = e.do("PATCH", scale, `{"spec":{"replicas":5}}`, "Content-Type", "application/merge-patch+json")
+	if err := json.Unmarshal(r.body, &s); err != nil || r.code != 200 || s.Spec.Replicas != 5 {
+		t.Fatalf("patch scale: %d %s", r.code, r.body)
+	}
+	got, _ := e.dyn.Resource(crontabs).Namespace("default").Get(e.ctx, "s", metav1.GetOptions{})
+	if n, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); n != 5 || got.GetGeneration() != 2 {
+		t.Fatalf("object after scale: replicas %d generation %d", n, got.GetGeneration())
+	}
+	s.Spec.Replicas = 7
+	r = e.do("PUT", scale, mustJSON(s))
+	if r.code != 200 {
+		t.Fatalf("put scale: %d %s", r.code, r.body)
+	}
+	// The old resourceVersion now conflicts; the schema's maximum applies; negative is refused.
+	expectStatus(t, e.do("PUT", scale, mustJSON(s)), http.StatusConflict, metav1.StatusReasonConflict, "")
+	expectStatus(t, e.do("PATCH", scale, `{"spec":{"replicas":15}}`, "Content-Type", "application/merge-patch+json"), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "spec.replicas: Invalid value: 15: spec.replicas in body should be less than or equal to 10")
+	expectStatus(t, e.do("PATCH", scale, `{"spec":{"replicas":-1}}`, "Content-Type", "application/merge-patch+json"), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "spec.replicas: Invalid value: -1: must be greater than or equal to 0")
+	// Status replicas and the selector come from status.
+	got, _ = e.dyn.Resource(crontabs).Namespace("default").Get(e.ctx, "s", metav1.GetOptions{})
+	got.Object["status"] = map[string]any{"replicas": int64(2), "labelSelector": "app=cron"}
+	if _, err := e.dyn.Resource(crontabs).Namespace("default").UpdateStatus(e.ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r = e.do("GET", scale, "")
+	if err := json.Unmarshal(r.body, &s); err != nil || s.Status.Replicas != 2 || s.Status.Selector != "app=cron" || s.Spec.Replicas != 7 {
+		t.Fatalf("scale status: %s", r.body)
+	}
+	// Discovery names the subresource as autoscaling/v1 Scale.
+	if r := e.do("GET", "/apis/stable.example.com/v1", ""); !contains(r.body, `"name":"crontabs/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale"`) {
+		t.Fatalf("discovery: %s", r.body)
 	}
 }

@@ -219,10 +219,16 @@ func (h *Handler) writeResourceList(w http.ResponseWriter, r *http.Request, grou
 			StorageVersionHash: StorageVersionHash(res.Group, res.StorageVersion, res.Kind),
 		})
 		for _, sub := range subresources(res, ver) {
+			kind := res.Kind
+			if sub.kind != "" {
+				kind = sub.kind
+			}
 			list.APIResources = append(list.APIResources, metav1.APIResource{
 				Name:       res.Plural + "/" + sub.name,
 				Namespaced: res.Namespaced,
-				Kind:       res.Kind,
+				Group:      sub.group,
+				Version:    sub.version,
+				Kind:       kind,
 				Verbs:      sub.verbs,
 			})
 		}
@@ -234,16 +240,21 @@ func (h *Handler) writeResourceList(w http.ResponseWriter, r *http.Request, grou
 type subresource struct {
 	name  string
 	verbs []string
+	// group, version and kind of what it serves, when not the resource's.
+	group, version, kind string
 }
 
 func subresources(res *resource.Resource, ver string) []subresource {
 	var out []subresource
 	v := res.Version(ver)
 	if v != nil && v.Status {
-		out = append(out, subresource{"status", []string{"get", "patch", "update"}})
+		out = append(out, subresource{name: "status", verbs: []string{"get", "patch", "update"}})
+	}
+	if v != nil && v.Scale != nil {
+		out = append(out, subresource{name: "scale", verbs: []string{"get", "patch", "update"}, group: "autoscaling", version: "v1", kind: "Scale"})
 	}
 	if res.Group == "" && res.Plural == "namespaces" {
-		out = append(out, subresource{"finalize", []string{"update"}})
+		out = append(out, subresource{name: "finalize", verbs: []string{"update"}})
 	}
 	return out
 }
@@ -275,9 +286,13 @@ func (h *Handler) writeAggregated(w http.ResponseWriter, r *http.Request, t requ
 					Categories:       res.Categories,
 				}
 				for _, sub := range subresources(res, v) {
+					rk := &metav1.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind}
+					if sub.kind != "" {
+						rk = &metav1.GroupVersionKind{Group: sub.group, Version: sub.version, Kind: sub.kind}
+					}
 					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 						Subresource:  sub.name,
-						ResponseKind: &metav1.GroupVersionKind{Group: res.Group, Version: v, Kind: res.Kind},
+						ResponseKind: rk,
 						Verbs:        sub.verbs,
 					})
 				}

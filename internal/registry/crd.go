@@ -300,6 +300,12 @@ func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *sto
 	}
 	for _, v := range served {
 		ver := &resource.Version{Name: v, Status: status[crd.Spec.Group+"/"+v]}
+		if sub, _ := apihelpers.GetSubresourcesForVersion(crd, v); sub != nil && sub.Scale != nil {
+			ver.Scale = &resource.Scale{SpecReplicasPath: sub.Scale.SpecReplicasPath, StatusReplicasPath: sub.Scale.StatusReplicasPath}
+			if sub.Scale.LabelSelectorPath != nil {
+				ver.Scale.LabelSelectorPath = *sub.Scale.LabelSelectorPath
+			}
+		}
 		for _, sv := range crd.Spec.Versions {
 			if sv.Name == v && sv.Deprecated {
 				ver.Deprecated = true

@@ -67,14 +67,14 @@ func (s customResourceStrategy) PrepareForStatusUpdate(_ context.Context, obj, o
 	*obj = *next
 }
 
-func (s customResourceStrategy) Validate(context.Context, *resource.Object) field.ErrorList {
-	return nil
+func (s customResourceStrategy) Validate(ctx context.Context, obj *resource.Object) field.ErrorList {
+	return s.schemas[obj.APIVersion()].Validate(ctx, obj.ToUnstructured())
 }
 
-func (s customResourceStrategy) ValidateUpdate(context.Context, *resource.Object, *resource.Object) field.ErrorList {
-	return nil
+func (s customResourceStrategy) ValidateUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
+	return s.schemas[obj.APIVersion()].ValidateUpdate(ctx, obj.ToUnstructured(), old.ToUnstructured())
 }
 
-func (s customResourceStrategy) ValidateStatusUpdate(context.Context, *resource.Object, *resource.Object) field.ErrorList {
-	return nil
+func (s customResourceStrategy) ValidateStatusUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
+	return s.schemas[obj.APIVersion()].ValidateStatus(ctx, obj.ToUnstructured(), old.ToUnstructured())
 }

@@ -119,6 +119,21 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 		default:
 			rc.fail(request.MethodNotAllowed(info.Verb, res.GroupResource()))
 		}
+	case "scale":
+		if ver.Scale == nil {
+			rc.fail(request.NotFound())
+			return
+		}
+		switch info.Verb {
+		case "get":
+			rc.getScale()
+		case "update":
+			rc.updateScale(false)
+		case "patch":
+			rc.updateScale(true)
+		default:
+			rc.fail(request.MethodNotAllowed(info.Verb, res.GroupResource()))
+		}
 	case "finalize":
 		if _, ok := res.Strategy.(FinalizeStrategy); !ok {
 			rc.fail(request.NotFound())

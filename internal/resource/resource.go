@@ -62,6 +62,8 @@ type Version struct {
 	// Deprecated versions answer every request with Warning.
 	Deprecated bool
 	Warning    string
+	// Scale enables the scale subresource.
+	Scale *Scale
 }
 
 // GroupResource names the resource.
