@@ -19,6 +19,8 @@
 // restart_test.go are the scenarios; versions_test.go plays the whole life
 // cycle of an API version (webhook conversion through the example webhook
 // that webhook_test.go builds and runs, storage switch, deprecation,
-// migration, unserving, removal). testdata/ holds the fixtures, copied
+// migration, unserving, removal); schema_test.go checks schemas through
+// kubectl (defaults, pruning, field validation modes, OpenAPI and CEL
+// errors with Kubernetes' texts, transition rules, explain). testdata/ holds the fixtures, copied
 // from the project's spec (spec/crd-fixtures.yaml).
 package e2e

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/warning"
 )
 
 // NamespaceChecker says whether objects may be created in a namespace
@@ -66,7 +67,10 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 		request.AddWarning(w, ver.Warning)
 		info.Deprecated = true
 	}
-	rc := &call{h: h, w: w, r: r, info: info, res: res, ver: ver, ctx: r.Context()}
+	// Warnings that Kubernetes' libraries add to the context (CEL rules that
+	// ratchet, for one) become Warning headers.
+	ctx := warning.WithWarningRecorder(r.Context(), headerWarnings{w})
+	rc := &call{h: h, w: w, r: r, info: info, res: res, ver: ver, ctx: ctx}
 	if !res.Namespaced {
 		rc.namespace = ""
 	} else {
@@ -148,6 +152,11 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 		rc.fail(request.NotFound())
 	}
 }
+
+// headerWarnings records warnings as Warning headers.
+type headerWarnings struct{ w http.ResponseWriter }
+
+func (h headerWarnings) AddWarning(_, text string) { request.AddWarning(h.w, text) }
 
 // call is one request in progress.
 type call struct {

@@ -124,7 +124,13 @@ func (v *Version) Coerce(obj map[string]any, track bool) ([]string, error) {
 		return nil, nil
 	}
 	av, kind, md := obj["apiVersion"], obj["kind"], obj["metadata"]
-	unknown := structuralpruning.PruneWithOptions(obj, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})
+	// Metadata is ObjectMeta: what it does not know is unknown too. (Malformed
+	// metadata is left for validation to report.)
+	meta, found, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: track})
+	if err != nil {
+		found, unknown = false, nil
+	}
+	unknown = append(unknown, structuralpruning.PruneWithOptions(obj, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})...)
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
 	ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, v.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: track})
 	if ferr != nil {
@@ -137,7 +143,12 @@ func (v *Version) Coerce(obj map[string]any, track bool) ([]string, error) {
 	if kind != nil {
 		obj["kind"] = kind
 	}
-	if md != nil {
+	switch {
+	case found:
+		if err := schemaobjectmeta.SetObjectMeta(obj, meta); err != nil {
+			return nil, err
+		}
+	case md != nil:
 		obj["metadata"] = md
 	}
 	return unknown, nil
