@@ -40,6 +40,7 @@ func crdResource(cache *store.Cache) *resource.Resource {
 		Strategy:       crdStrategy{},
 		Converter:      resource.ApiVersionConverter{},
 		Table:          crdTable{},
+		FieldManagers:  builtinFieldManagers(apiextensionsv1.GroupName, "CustomResourceDefinition", true),
 		Protobuf:       true,
 		Verbs:          []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 	}
@@ -295,6 +296,7 @@ func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *sto
 		Strategy:       customResourceStrategy{status: status, schemas: schemas},
 		Converter:      conv,
 		Table:          newCustomResourceTable(crd),
+		FieldManagers:  customResourceFieldManagers(crd, conv, schemas, status),
 		Terminating:    crd.DeletionTimestamp != nil || apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating),
 		Verbs:          resource.DefaultVerbs,
 	}

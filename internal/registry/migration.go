@@ -39,6 +39,7 @@ func migrationResource(cache *store.Cache) *resource.Resource {
 		Cache:          cache,
 		Strategy:       migrationStrategy{},
 		Converter:      resource.ApiVersionConverter{},
+		FieldManagers:  builtinFieldManagers(svmv1.GroupName, "StorageVersionMigration", true),
 		Protobuf:       true,
 		Verbs:          []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 	}

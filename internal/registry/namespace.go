@@ -41,6 +41,7 @@ func namespaceResource(cache *store.Cache) *resource.Resource {
 		Strategy:                 namespaceStrategy{},
 		Converter:                resource.ApiVersionConverter{},
 		Table:                    namespaceTable{},
+		FieldManagers:            builtinFieldManagers("", "Namespace", true),
 		AllowUnconditionalUpdate: true,
 		Protobuf:                 true,
 		StrategicMergeType:       &corev1.Namespace{},

@@ -103,6 +103,11 @@ func (c *call) create() {
 		c.fail(err)
 		return
 	}
+	if err := c.checkManagerName("CreateOptions"); err != nil {
+		c.fail(err)
+		return
+	}
+	obj = c.track(nil, obj, "")
 	raw, err := c.createObject(obj, dry)
 	if err != nil {
 		c.fail(err)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -38,8 +39,19 @@ func (c *call) patch(sub string) {
 	switch {
 	case mt == request.JSONPatch, mt == request.MergePatch:
 	case mt == request.StrategicMergePatch && c.res.StrategicMergeType != nil:
+	case mt == request.ApplyPatch && c.res.FieldManagers != nil:
+		c.apply(sub)
+		return
 	default:
 		c.fail(request.UnsupportedMediaType(accepted))
+		return
+	}
+	if _, ok := c.r.URL.Query()["force"]; ok {
+		c.fail(apierrors.NewInvalid(patchOptions, "", field.ErrorList{field.Forbidden(field.NewPath("force"), "may not be specified for non-apply patch")}))
+		return
+	}
+	if err := c.checkManagerName("PatchOptions"); err != nil {
+		c.fail(err)
 		return
 	}
 	body, err := request.ReadBody(c.r)
@@ -110,6 +122,7 @@ func (c *call) patch(sub string) {
 		if err != nil {
 			return nil, err
 		}
+		obj = c.track(cur, obj, sub)
 		if err := s.report(c, func(err error) error { return patchStrictError(patched, err) }); err != nil {
 			return nil, err
 		}

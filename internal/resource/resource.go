@@ -38,6 +38,8 @@ type Resource struct {
 	Converter Converter
 	// Table makes the Tables of `kubectl get` (nil: Name and Age).
 	Table TableConvertor
+	// FieldManagers track managedFields and serve server-side apply.
+	FieldManagers *FieldManagers
 	// AllowUnconditionalUpdate lets a PUT without resourceVersion through
 	// (true for namespaces; custom resources and CRDs require one).
 	AllowUnconditionalUpdate bool

@@ -44,12 +44,16 @@ func (c *call) update(sub string) {
 		c.fail(apierrors.NewInvalid(gk, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")}))
 		return
 	}
+	if err := c.checkManagerName("UpdateOptions"); err != nil {
+		c.fail(err)
+		return
+	}
 	raw, err := c.guaranteedUpdate(name, sub, dry, func(cur *Object) (*Object, error) {
 		next := obj.DeepCopy()
 		if next.Meta.ResourceVersion == "" {
 			next.Meta.ResourceVersion = cur.Meta.ResourceVersion
 		}
-		return next, nil
+		return c.track(cur, next, sub), nil
 	})
 	if err != nil {
 		c.fail(err)

@@ -1,0 +1,128 @@
+package resource
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var patchOptions = schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}
+
+// apply answers PATCH with application/apply-patch+yaml: server-side
+// apply. The applied configuration is merged into the object by
+// Kubernetes' field manager (ownership, conflicts, force); an object that
+// does not exist is created.
+func (c *call) apply(sub string) {
+	dry, err := c.dryRun()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if _, err := c.fieldValidation("PatchOptions"); err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.checkManagerName("PatchOptions"); err != nil {
+		c.fail(err)
+		return
+	}
+	manager := c.r.URL.Query().Get("fieldManager")
+	if manager == "" {
+		c.fail(apierrors.NewInvalid(patchOptions, "", field.ErrorList{field.Required(field.NewPath("fieldManager"), "is required for apply patch")}))
+		return
+	}
+	force := false
+	if f := c.r.URL.Query().Get("force"); f != "" {
+		if force, err = strconv.ParseBool(f); err != nil {
+			c.fail(apierrors.NewBadRequest(fmt.Sprintf("invalid force value %q", f)))
+			return
+		}
+	}
+	if c.res.FieldManagers == nil {
+		c.fail(request.UnsupportedMediaType(request.JSONPatch + ", " + request.MergePatch))
+		return
+	}
+	fm, err := c.res.FieldManagers.FieldManager(c.ver.Name, sub)
+	if err != nil {
+		c.fail(apierrors.NewInternalError(err))
+		return
+	}
+	body, err := request.ReadBody(c.r)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	content, err := request.DecodeObject(body, "application/yaml", c.res.Kind)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	patch := &unstructured.Unstructured{Object: content}
+	if patch.GetName() != "" && patch.GetName() != c.info.Name {
+		c.fail(apierrors.NewBadRequest("the name of the object (" + patch.GetName() + ") does not match the name on the URL (" + c.info.Name + ")"))
+		return
+	}
+	applyTo := func(live map[string]any) (*Object, error) {
+		out, err := fm.Apply(&unstructured.Unstructured{Object: live}, patch, manager, force)
+		if err != nil {
+			var se apierrors.APIStatus
+			if errors.As(err, &se) {
+				return nil, err
+			}
+			// A patch that does not fit the schema: Kubernetes answers 500;
+			// it is the client's mistake, so 400 with the same text.
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		obj, errs := NewObject(out.(*unstructured.Unstructured).Object)
+		if len(errs) > 0 {
+			return nil, c.invalid("", c.info.Name, errs)
+		}
+		return obj, nil
+	}
+
+	key := c.res.Key(c.namespace, c.info.Name)
+	if _, _, err := c.h.Store.Get(c.ctx, key, 0); errors.Is(err, store.ErrNotFound) {
+		if sub != "" {
+			c.fail(c.notFound(c.info.Name))
+			return
+		}
+		live := &unstructured.Unstructured{}
+		live.SetAPIVersion(c.apiVersion())
+		live.SetKind(c.res.Kind)
+		live.SetName(c.info.Name)
+		live.SetNamespace(c.namespace)
+		obj, err := applyTo(live.Object)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		if err := c.checkTypeMeta(obj.APIVersion(), obj.Kind(), obj.Meta.Name); err != nil {
+			c.fail(err)
+			return
+		}
+		raw, err := c.createObject(obj, dry)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.respond(http.StatusCreated, raw)
+		return
+	}
+	raw, err := c.guaranteedUpdate(c.info.Name, sub, dry, func(cur *Object) (*Object, error) {
+		return applyTo(cur.ToUnstructured())
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.respond(http.StatusOK, raw)
+}
