@@ -272,3 +272,31 @@ func SetField(obj []byte, key string, raw []byte) ([]byte, error) {
 	}
 	return splice(obj, open+1, open+1, ins), nil
 }
+
+// Scalar returns the value at a path of nested objects as Kubernetes field
+// selectors see it (strings as they are, numbers and booleans as written),
+// and whether there is a string, number or boolean there.
+func Scalar(obj []byte, path []string) (string, bool) {
+	cur := obj
+	for _, key := range path {
+		v, ok, err := Field(cur, key)
+		if err != nil || !ok {
+			return "", false
+		}
+		cur = v
+	}
+	if len(cur) == 0 {
+		return "", false
+	}
+	switch c := cur[0]; {
+	case c == '"':
+		var s string
+		if json.Unmarshal(cur, &s) != nil {
+			return "", false
+		}
+		return s, true
+	case c == 't' || c == 'f' || c == '-' || (c >= '0' && c <= '9'):
+		return string(cur), true
+	}
+	return "", false
+}

@@ -3,6 +3,7 @@ package jsonraw
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -115,5 +116,19 @@ func TestFields(t *testing.T) {
 	}
 	if rv, err := ResourceVersion([]byte(`{"metadata":{"resourceVersion":"42"}}`)); err != nil || rv != 42 {
 		t.Fatalf("ResourceVersion: %d %v", rv, err)
+	}
+}
+
+func TestScalar(t *testing.T) {
+	obj := []byte(`{"spec":{"color":"blue","n":3,"ok":true,"o":{},"s":"a\"b"}}`)
+	for path, want := range map[string]string{"spec.color": "blue", "spec.n": "3", "spec.ok": "true", "spec.s": `a"b`} {
+		if got, ok := Scalar(obj, strings.Split(path, ".")); !ok || got != want {
+			t.Errorf("%s: %q %v", path, got, ok)
+		}
+	}
+	for _, path := range []string{"spec.o", "spec.missing", "nope.x"} {
+		if _, ok := Scalar(obj, strings.Split(path, ".")); ok {
+			t.Errorf("%s found", path)
+		}
 	}
 }

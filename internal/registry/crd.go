@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/resource"
@@ -308,6 +309,9 @@ func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *sto
 				ver.Scale.LabelSelectorPath = *sub.Scale.LabelSelectorPath
 			}
 		}
+		if sf, err := selectableFields(crd, v); err == nil {
+			ver.SelectableFields = sf
+		}
 		for _, sv := range crd.Spec.Versions {
 			if sv.Name == v && sv.Deprecated {
 				ver.Deprecated = true
@@ -372,4 +376,19 @@ func (crdStrategy) WarningsOnUpdate(ctx context.Context, obj, old *resource.Obje
 		return nil
 	}
 	return upstreamCRDStrategy.WarningsOnUpdate(ctx, in, oin)
+}
+
+// selectableFields are a version's spec.versions[].selectableFields (or
+// the CRD's top-level ones) as field selector names.
+func selectableFields(crd *apiextensionsv1.CustomResourceDefinition, version string) ([]string, error) {
+	var out []string
+	for _, v := range crd.Spec.Versions {
+		if v.Name != version {
+			continue
+		}
+		for _, f := range v.SelectableFields {
+			out = append(out, strings.TrimPrefix(f.JSONPath, "."))
+		}
+	}
+	return out, nil
 }

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,7 +41,7 @@ func (c *call) listOptions() (*metainternalversion.ListOptions, error) {
 	}
 	if opts.FieldSelector != nil {
 		for _, req := range opts.FieldSelector.Requirements() {
-			if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
+			if req.Field != "metadata.name" && req.Field != "metadata.namespace" && !slices.Contains(c.ver.SelectableFields, req.Field) {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 			}
 		}
@@ -84,8 +86,11 @@ func (f itemFieldSet) lookup(field string) (string, bool) {
 	case "metadata.namespace":
 		return f.it.Namespace, true
 	}
-	v, ok := f.it.Fields[field]
-	return v, ok
+	if v, ok := f.it.Fields[field]; ok {
+		return v, true
+	}
+	// A selectable field of the object: read it from its JSON.
+	return jsonraw.Scalar(f.it.Raw, strings.Split(field, "."))
 }
 
 func itemFields(it *store.Item) fields.Fields { return itemFieldSet{it} }

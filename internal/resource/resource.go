@@ -66,6 +66,9 @@ type Version struct {
 	Warning    string
 	// Scale enables the scale subresource.
 	Scale *Scale
+	// SelectableFields are the fields field selectors may name besides
+	// metadata.name and metadata.namespace (without the leading dot).
+	SelectableFields []string
 }
 
 // GroupResource names the resource.
