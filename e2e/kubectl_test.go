@@ -338,3 +338,44 @@ func nestedString(obj *unstructured.Unstructured, fields ...string) string {
 	s, _, _ := unstructured.NestedString(obj.Object, fields...)
 	return s
 }
+
+// TestKubectlCascade checks kubectl delete --cascade against the garbage
+// collector: background (the default), foreground and orphan.
+func TestKubectlCascade(t *testing.T) {
+	srv := startServer(t)
+	k := newKubectl(t, srv)
+	installCRD(t, k)
+
+	// makePair creates an owner CronTab and a dependent that refers to it.
+	makePair := func(t *testing.T, owner, child string) {
+		t.Helper()
+		k.runStdin(t, "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: "+owner+"\nspec:\n  cronSpec: \"* * * * *\"\n", "apply", "-f", "-")
+		uid := k.run(t, "get", "crontab", owner, "-o", "jsonpath={.metadata.uid}")
+		k.runStdin(t, "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: "+child+
+			"\n  ownerReferences:\n  - apiVersion: stable.example.com/v1\n    kind: CronTab\n    name: "+owner+
+			"\n    uid: "+uid+"\n    blockOwnerDeletion: true\nspec:\n  cronSpec: \"* * * * *\"\n", "apply", "-f", "-")
+	}
+	waitGone := func(t *testing.T, name string) {
+		t.Helper()
+		k.run(t, "wait", "--for=delete", "crontab/"+name, "--timeout=30s")
+		mustContain(t, k.fail(t, "get", "crontab", name), `Error from server (NotFound): crontabs.stable.example.com "`+name+`" not found`)
+	}
+
+	t.Run("background", func(t *testing.T) {
+		makePair(t, "bg-owner", "bg-child")
+		mustContain(t, k.run(t, "delete", "crontab", "bg-owner"), `crontab.stable.example.com "bg-owner" deleted`)
+		waitGone(t, "bg-child")
+	})
+	t.Run("foreground", func(t *testing.T) {
+		makePair(t, "fg-owner", "fg-child")
+		// kubectl waits for the owner, which goes after its dependent.
+		mustContain(t, k.run(t, "delete", "crontab", "fg-owner", "--cascade=foreground"), `crontab.stable.example.com "fg-owner" deleted`)
+		mustContain(t, k.fail(t, "get", "crontab", "fg-child"), `Error from server (NotFound): crontabs.stable.example.com "fg-child" not found`)
+	})
+	t.Run("orphan", func(t *testing.T) {
+		makePair(t, "or-owner", "or-child")
+		mustContain(t, k.run(t, "delete", "crontab", "or-owner", "--cascade=orphan"), `crontab.stable.example.com "or-owner" deleted`)
+		waitGone(t, "or-owner")
+		mustEqual(t, "orphan's owner references", k.run(t, "get", "crontab", "or-child", "-o", "jsonpath={.metadata.ownerReferences}"), "")
+	})
+}

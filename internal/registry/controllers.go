@@ -52,6 +52,7 @@ func (r *Registry) Start(ctx context.Context, cfg *rest.Config) error {
 	go r.followNamespaces(r.ctx)
 	go r.followMigrations(r.ctx)
 	go r.crdWorker(r.ctx)
+	go newCollector(r).run(r.ctx)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/request"
@@ -12,7 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // deleteOptions reads DeleteOptions from the query and the body.
@@ -50,6 +53,9 @@ func (c *call) deleteOptions() (*metav1.DeleteOptions, bool, error) {
 			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid dryRun value %q", v))
 		}
 		dry = true
+	}
+	if err := validateDeleteOptions(opts); err != nil {
+		return nil, false, err
 	}
 	return opts, dry, nil
 }
@@ -116,6 +122,11 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 			if keep, err = hook.BeforeDelete(c.ctx, next); err != nil {
 				return nil, "", false, err
 			}
+		}
+		// Orphan and Foreground propagation hand the object to the garbage
+		// collector through a finalizer, as in Kubernetes.
+		if f := propagationFinalizer(opts); f != "" && !keep && !slices.Contains(next.Meta.Finalizers, f) {
+			next.Meta.Finalizers = append(next.Meta.Finalizers, f)
 		}
 		if !keep && len(next.Meta.Finalizers) > 0 {
 			keep = true
@@ -213,4 +224,45 @@ func (c *call) deleteCollection() {
 		return
 	}
 	request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, p.rev, "", 0))
+}
+
+// propagationFinalizer is the finalizer a delete's propagation policy asks
+// for: orphan or foregroundDeletion, none for Background.
+func propagationFinalizer(opts *metav1.DeleteOptions) string {
+	if opts.PropagationPolicy != nil {
+		switch *opts.PropagationPolicy {
+		case metav1.DeletePropagationOrphan:
+			return metav1.FinalizerOrphanDependents
+		case metav1.DeletePropagationForeground:
+			return metav1.FinalizerDeleteDependents
+		}
+		return ""
+	}
+	if opts.OrphanDependents != nil && *opts.OrphanDependents { //nolint:staticcheck // still honoured, as in Kubernetes
+		return metav1.FinalizerOrphanDependents
+	}
+	return ""
+}
+
+// validateDeleteOptions checks the propagation options as Kubernetes does.
+func validateDeleteOptions(opts *metav1.DeleteOptions) error {
+	var errs field.ErrorList
+	if opts.PropagationPolicy != nil {
+		switch *opts.PropagationPolicy {
+		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
+		default:
+			errs = append(errs, field.NotSupported(field.NewPath("propagationPolicy"), *opts.PropagationPolicy,
+				[]string{string(metav1.DeletePropagationForeground), string(metav1.DeletePropagationBackground), string(metav1.DeletePropagationOrphan), "nil"}))
+		}
+		if opts.OrphanDependents != nil { //nolint:staticcheck
+			errs = append(errs, field.Invalid(field.NewPath("orphanDependents"), *opts.OrphanDependents, "orphanDependents and deletionPropagation cannot be both set")) //nolint:staticcheck
+		}
+	}
+	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("gracePeriodSeconds"), *opts.GracePeriodSeconds, "must be greater than or equal to 0"))
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
+	}
+	return nil
 }

@@ -108,9 +108,13 @@ func ParseResourceVersion(rv string) (int64, error) {
 // itemMeta is the part of an object the cache indexes.
 type itemMeta struct {
 	Metadata struct {
-		Name      string            `json:"name"`
-		Namespace string            `json:"namespace"`
-		Labels    map[string]string `json:"labels"`
+		Name              string                  `json:"name"`
+		Namespace         string                  `json:"namespace"`
+		UID               string                  `json:"uid"`
+		Labels            map[string]string       `json:"labels"`
+		OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
+		Finalizers        []string                `json:"finalizers"`
+		DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
 	} `json:"metadata"`
 }
 
@@ -125,12 +129,22 @@ func DecodeItem(key string, value []byte, rev int64) (*store.Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store.Item{
-		Key:       key,
-		Namespace: m.Metadata.Namespace,
-		Name:      m.Metadata.Name,
-		Labels:    m.Metadata.Labels,
-		Rev:       rev,
-		Raw:       raw,
-	}, nil
+	it := &store.Item{
+		Key:        key,
+		Namespace:  m.Metadata.Namespace,
+		Name:       m.Metadata.Name,
+		UID:        m.Metadata.UID,
+		Labels:     m.Metadata.Labels,
+		Finalizers: m.Metadata.Finalizers,
+		Deleting:   m.Metadata.DeletionTimestamp != nil,
+		Rev:        rev,
+		Raw:        raw,
+	}
+	for _, o := range m.Metadata.OwnerReferences {
+		it.Owners = append(it.Owners, store.Owner{
+			APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: string(o.UID),
+			BlockOwnerDeletion: o.BlockOwnerDeletion != nil && *o.BlockOwnerDeletion,
+		})
+	}
+	return it, nil
 }

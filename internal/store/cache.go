@@ -21,7 +21,14 @@ type Item struct {
 	Key       string
 	Namespace string
 	Name      string
+	UID       string
 	Labels    map[string]string
+	// Owners are the object's ownerReferences, Finalizers its finalizers,
+	// Deleting whether its deletion was requested: what garbage collection
+	// needs.
+	Owners     []Owner
+	Finalizers []string
+	Deleting   bool
 	// Fields holds the values of the selectable fields (metadata.name,
 	// metadata.namespace and any a resource adds).
 	Fields map[string]string
@@ -58,6 +65,12 @@ func (it *Item) SetConverted(c *Converted) {
 	if it.converted != nil {
 		it.converted.p.Store(c)
 	}
+}
+
+// Owner is one ownerReference of an object.
+type Owner struct {
+	APIVersion, Kind, Name, UID string
+	BlockOwnerDeletion          bool
 }
 
 // DecodeFunc turns a stored value into an Item whose resourceVersion is rev.

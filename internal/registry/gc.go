@@ -1,0 +1,366 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+)
+
+// collector is the garbage collector kube-controller-manager runs on a
+// cluster: it keeps an index of ownerReferences over every cached
+// resource and
+//   - deletes dependents whose owners are all gone (background
+//     propagation), and drops references to gone owners otherwise;
+//   - for an owner deleted in the foreground (finalizer foregroundDeletion)
+//     deletes its dependents, then removes the finalizer once none that
+//     blocks owner deletion is left;
+//   - for an owner deleted with orphan propagation (finalizer orphan)
+//     removes the references to it from its dependents, then the finalizer.
+//
+// It works from the watch caches, so it survives restarts: on start every
+// object is checked.
+type collector struct {
+	r     *Registry
+	queue *queue
+
+	mu        sync.Mutex
+	following map[*store.Cache]context.CancelFunc
+	dependent map[string]map[string]bool // owner uid → dependent keys
+	items     map[string]*store.Item      // key → item, for objects with owners or GC finalizers
+}
+
+func newCollector(r *Registry) *collector {
+	return &collector{r: r, queue: newQueue(), following: map[*store.Cache]context.CancelFunc{}, dependent: map[string]map[string]bool{}, items: map[string]*store.Item{}}
+}
+
+// run follows the caches of every served resource and works the queue.
+func (g *collector) run(ctx context.Context) {
+	g.r.Subscribe(func(ix *Index) { g.sync(ctx, ix) })
+	for {
+		key, ok := g.queue.get(ctx)
+		if !ok {
+			return
+		}
+		if err := g.process(ctx, key); err != nil && ctx.Err() == nil {
+			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				g.r.log.Info("garbage collector", "object", key, "err", err)
+			}
+			go func() {
+				time.Sleep(200 * time.Millisecond)
+				g.queue.add(key)
+			}()
+		}
+	}
+}
+
+// sync starts following new caches and stops following gone ones. It runs
+// under the registry lock: it must not block.
+func (g *collector) sync(ctx context.Context, ix *Index) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	seen := map[*store.Cache]bool{}
+	for _, res := range ix.Resources {
+		c := res.Cache
+		seen[c] = true
+		if _, ok := g.following[c]; ok {
+			continue
+		}
+		fctx, cancel := context.WithCancel(ctx)
+		g.following[c] = cancel
+		go follow(fctx, c, func(items []*store.Item, _ int64) {
+			for _, it := range items {
+				g.observe(it, false)
+			}
+		}, func(ev store.Event) {
+			g.observe(ev.Item, ev.Type == store.Deleted)
+		})
+	}
+	for c, cancel := range g.following {
+		if !seen[c] {
+			cancel()
+			delete(g.following, c)
+		}
+	}
+}
+
+// observe updates the index with one object and queues what it affects.
+func (g *collector) observe(it *store.Item, deleted bool) {
+	g.mu.Lock()
+	old := g.items[it.Key]
+	if old != nil {
+		for _, o := range old.Owners {
+			if deps := g.dependent[o.UID]; deps != nil {
+				delete(deps, it.Key)
+				if len(deps) == 0 {
+					delete(g.dependent, o.UID)
+				}
+			}
+		}
+		delete(g.items, it.Key)
+	}
+	gcFinalizer := slices.Contains(it.Finalizers, metav1.FinalizerOrphanDependents) || slices.Contains(it.Finalizers, metav1.FinalizerDeleteDependents)
+	if !deleted && (len(it.Owners) > 0 || gcFinalizer) {
+		g.items[it.Key] = it
+		for _, o := range it.Owners {
+			if g.dependent[o.UID] == nil {
+				g.dependent[o.UID] = map[string]bool{}
+			}
+			g.dependent[o.UID][it.Key] = true
+		}
+	}
+	var wake []string
+	if deleted || it.Deleting {
+		// Its dependents may now be orphans, or waiting owners may go on.
+		for dep := range g.dependent[it.UID] {
+			wake = append(wake, dep)
+		}
+		for _, o := range it.Owners {
+			for owner, oit := range g.items {
+				if oit.UID == o.UID {
+					wake = append(wake, owner)
+				}
+			}
+		}
+	}
+	g.mu.Unlock()
+	if !deleted && (len(it.Owners) > 0 || (it.Deleting && gcFinalizer)) {
+		g.queue.add(it.Key)
+	}
+	for _, k := range wake {
+		g.queue.add(k)
+	}
+}
+
+// resourceFor finds the served resource of a key, and of an owner
+// reference.
+func (g *collector) resourceForKey(key string) *resource.Resource {
+	var best *resource.Resource
+	for _, res := range g.r.Index().Resources {
+		if len(key) > len(res.KeyPrefix) && key[:len(res.KeyPrefix)] == res.KeyPrefix && (best == nil || len(res.KeyPrefix) > len(best.KeyPrefix)) {
+			best = res
+		}
+	}
+	return best
+}
+
+func (g *collector) resourceForOwner(o store.Owner) *resource.Resource {
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		return nil
+	}
+	for _, res := range g.r.Index().Resources {
+		if res.Group == gv.Group && res.Kind == o.Kind {
+			return res
+		}
+	}
+	return nil
+}
+
+// ownerState says whether an owner exists (with that uid) and whether it
+// is being deleted in the foreground. An owner missing from the cache is
+// looked up live before it is called gone, as the cache may lag behind;
+// an owner of a kind that is not served is never called gone.
+func (g *collector) ownerState(ctx context.Context, o store.Owner, namespace string) (exists, foreground bool, err error) {
+	res := g.resourceForOwner(o)
+	if res == nil || len(res.Versions) == 0 {
+		return true, false, nil
+	}
+	ns := ""
+	if res.Namespaced {
+		ns = namespace
+	}
+	it, _ := res.Cache.Get(res.Key(ns, o.Name))
+	if it != nil && it.UID == o.UID {
+		return true, it.Deleting && slices.Contains(it.Finalizers, metav1.FinalizerDeleteDependents), nil
+	}
+	live, err := g.r.dyn.Resource(gvrOf(res)).Namespace(ns).Get(ctx, o.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, false, nil
+	case err != nil:
+		return false, false, err
+	case string(live.GetUID()) != o.UID:
+		return false, false, nil
+	}
+	return true, live.GetDeletionTimestamp() != nil && slices.Contains(live.GetFinalizers(), metav1.FinalizerDeleteDependents), nil
+}
+
+func gvrOf(res *resource.Resource) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: res.Group, Version: res.Versions[0].Name, Resource: res.Plural}
+}
+
+// process looks at one object: as a dependent, and as an owner that is
+// being deleted with orphan or foreground propagation.
+func (g *collector) process(ctx context.Context, key string) error {
+	res := g.resourceForKey(key)
+	if res == nil || len(res.Versions) == 0 {
+		return nil
+	}
+	it, _ := res.Cache.Get(key)
+	if it == nil {
+		return nil
+	}
+	client := g.r.dyn.Resource(gvrOf(res)).Namespace(it.Namespace)
+	if !res.Namespaced {
+		client = g.r.dyn.Resource(gvrOf(res)).Namespace("")
+	}
+	uid := types.UID(it.UID)
+
+	// As an owner.
+	if it.Deleting {
+		switch {
+		case slices.Contains(it.Finalizers, metav1.FinalizerOrphanDependents):
+			if err := g.orphan(ctx, it); err != nil {
+				return err
+			}
+			return g.removeFinalizer(ctx, client, it, metav1.FinalizerOrphanDependents)
+		case slices.Contains(it.Finalizers, metav1.FinalizerDeleteDependents):
+			blocking, err := g.deleteDependents(ctx, it)
+			if err != nil || blocking {
+				return err
+			}
+			return g.removeFinalizer(ctx, client, it, metav1.FinalizerDeleteDependents)
+		}
+	}
+
+	// As a dependent.
+	if len(it.Owners) == 0 || it.Deleting {
+		return nil
+	}
+	var gone []string
+	solid, waiting := 0, false
+	for _, o := range it.Owners {
+		exists, fg, err := g.ownerState(ctx, o, it.Namespace)
+		switch {
+		case err != nil:
+			return err
+		case !exists:
+			gone = append(gone, o.UID)
+		case fg:
+			waiting = true
+		default:
+			solid++
+		}
+	}
+	switch {
+	case solid == 0 && waiting:
+		// An owner is deleted in the foreground: so is this.
+		fg := metav1.DeletePropagationForeground
+		return g.delete(ctx, client, it.Name, uid, &fg)
+	case solid == 0 && len(gone) > 0:
+		bg := metav1.DeletePropagationBackground
+		return g.delete(ctx, client, it.Name, uid, &bg)
+	case len(gone) > 0:
+		return g.dropOwners(ctx, client, it, gone)
+	}
+	return nil
+}
+
+func (g *collector) delete(ctx context.Context, client dynamic.ResourceInterface, name string, uid types.UID, policy *metav1.DeletionPropagation) error {
+	err := client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: policy})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// dependentsOf returns the cached dependents of an owner.
+func (g *collector) dependentsOf(uid string) []*store.Item {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []*store.Item
+	for key := range g.dependent[uid] {
+		if it := g.items[key]; it != nil {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// deleteDependents deletes an owner's dependents and reports whether any
+// that blocks the owner's deletion is still there.
+func (g *collector) deleteDependents(ctx context.Context, owner *store.Item) (bool, error) {
+	blocking := false
+	for _, dep := range g.dependentsOf(owner.UID) {
+		res := g.resourceForKey(dep.Key)
+		if res == nil || len(res.Versions) == 0 {
+			continue
+		}
+		for _, o := range dep.Owners {
+			if o.UID == owner.UID && o.BlockOwnerDeletion {
+				blocking = true
+			}
+		}
+		if dep.Deleting {
+			continue
+		}
+		fg := metav1.DeletePropagationForeground
+		if err := g.delete(ctx, g.r.dyn.Resource(gvrOf(res)).Namespace(dep.Namespace), dep.Name, types.UID(dep.UID), &fg); err != nil {
+			return true, err
+		}
+	}
+	return blocking, nil
+}
+
+// orphan removes the references to an owner from its dependents.
+func (g *collector) orphan(ctx context.Context, owner *store.Item) error {
+	for _, dep := range g.dependentsOf(owner.UID) {
+		res := g.resourceForKey(dep.Key)
+		if res == nil || len(res.Versions) == 0 {
+			continue
+		}
+		if err := g.dropOwners(ctx, g.r.dyn.Resource(gvrOf(res)).Namespace(dep.Namespace), dep, []string{owner.UID}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropOwners removes ownerReferences by uid, guarded by the object's uid.
+func (g *collector) dropOwners(ctx context.Context, client dynamic.ResourceInterface, it *store.Item, uids []string) error {
+	var refs []map[string]any
+	for _, o := range it.Owners {
+		if slices.Contains(uids, o.UID) {
+			continue
+		}
+		ref := map[string]any{"apiVersion": o.APIVersion, "kind": o.Kind, "name": o.Name, "uid": o.UID}
+		if o.BlockOwnerDeletion {
+			ref["blockOwnerDeletion"] = true
+		}
+		refs = append(refs, ref)
+	}
+	// Guarded by uid and resourceVersion: a conflict reads the object
+	// again.
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": it.UID, "resourceVersion": strconv.FormatInt(it.Rev, 10), "ownerReferences": refs}})
+	_, err := client.Patch(ctx, it.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "garbage-collector"})
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+		return nil
+	}
+	return err
+}
+
+func (g *collector) removeFinalizer(ctx context.Context, client dynamic.ResourceInterface, it *store.Item, finalizer string) error {
+	var keep []string
+	for _, f := range it.Finalizers {
+		if f != finalizer {
+			keep = append(keep, f)
+		}
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": it.UID, "resourceVersion": strconv.FormatInt(it.Rev, 10), "finalizers": keep}})
+	_, err := client.Patch(ctx, it.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "garbage-collector"})
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+		return nil
+	}
+	return err
+}
