@@ -37,7 +37,7 @@ type collector struct {
 	mu        sync.Mutex
 	following map[*store.Cache]context.CancelFunc
 	dependent map[string]map[string]bool // owner uid → dependent keys
-	items     map[string]*store.Item      // key → item, for objects with owners or GC finalizers
+	items     map[string]*store.Item     // key → item, for objects with owners or GC finalizers
 }
 
 func newCollector(r *Registry) *collector {
