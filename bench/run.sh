@@ -10,12 +10,17 @@
 #      apiextensions-apiserver on free loopback ports, the flags of start-reference.sh), so the
 #      shared reference is left alone;
 #   4. load on crdserver (fresh data dir): the widget CRD via kubectl, then crdbench load;
+#   4b. webhook conversion on crdserver (fresh data dir; issue 3): crdbench convert serves the
+#      example CronTab webhook itself, creates a Webhook CRD and a None CRD, CONV_N objects in
+#      v1beta1 in each, and times CONV_LISTS GETs of each collection in v1 and v1beta1;
 #   5. load on the shared reference (./start-reference.sh; stopped again only if this script
-#      started it; the CRD is deleted again only if this script created it);
+#      started it; the CRD is deleted again only if this script created it), then the same
+#      webhook conversion run on it (its two CRDs are deleted again afterwards);
 #   6. crdbench report -> bench/RESULTS.md.
 #
 # Environment: N (1000), LIST_N (10000), LISTS (5), CONC (8), STARTS (5), REF_STARTS (3),
-# IDLE (5s), REF (/work/shared/reference).
+# IDLE (5s), REF (/work/shared/reference), CONVERT (1; 0 skips the webhook conversion phases),
+# REF_CONVERT (1; 0 skips only the reference's), CONV_N (10000), CONV_LISTS (7).
 set -uo pipefail
 set +m
 
@@ -29,6 +34,11 @@ CONC="${CONC:-8}"
 STARTS="${STARTS:-5}"
 REF_STARTS="${REF_STARTS:-3}"
 IDLE="${IDLE:-5s}"
+CONVERT="${CONVERT:-1}"
+REF_CONVERT="${REF_CONVERT:-1}"
+CONV_N="${CONV_N:-10000}"
+CONV_LISTS="${CONV_LISTS:-7}"
+CONV_CRDS=(crontabs.example.com crontabs.none.example.com)
 CRD_FILE="$REF/examples/widget-crd.yaml"
 CRD_NAME=widgets.peer.example.com
 OUT="$HERE/results"
@@ -53,6 +63,7 @@ extra() { echo "$*" >>"$OUT/failures-extra.md"; }
 OUR_PIDS=()
 REF_STARTED=0
 REF_CRD_CREATED=0
+REF_CONV_RUNNING=0
 cleanup() {
   for pid in "${OUR_PIDS[@]+"${OUR_PIDS[@]}"}"; do
     if kill -0 "$pid" 2>/dev/null; then
@@ -64,6 +75,11 @@ cleanup() {
   if [[ $REF_CRD_CREATED == 1 && $REF_STARTED == 0 ]]; then
     "$REF/bin/kubectl" --kubeconfig "$REF/reference.kubeconfig" --cache-dir "$WORK/kubectl-cache-reference" \
       delete crd "$CRD_NAME" --ignore-not-found --timeout=180s >&2 || log "could not delete $CRD_NAME from the reference"
+  fi
+  if [[ $REF_CONV_RUNNING == 1 && $REF_STARTED == 0 ]]; then
+    # Interrupted during the reference's conversion run: its CRDs did not exist before it.
+    "$REF/bin/kubectl" --kubeconfig "$REF/reference.kubeconfig" --cache-dir "$WORK/kubectl-cache-reference" \
+      delete crd "${CONV_CRDS[@]}" --ignore-not-found --timeout=300s >&2 || log "could not delete ${CONV_CRDS[*]} from the reference"
   fi
   if [[ $REF_STARTED == 1 ]]; then
     "$REF/stop-reference.sh" >&2 || true
@@ -116,6 +132,7 @@ echo "# WORK=$WORK: a temporary folder, removed at the end" >"$OUT/commands.txt"
   echo "reference: apiextensions-apiserver v1.37.2, etcd v3.7.3, kubectl v1.37.2 ($REF/bin)"
   echo "load avg:  $(cut -d' ' -f1-3 /proc/loadavg) at the start (1/5/15 min; the machine is shared)"
   echo "params:    N=$N LIST_N=$LIST_N LISTS=$LISTS CONC=$CONC STARTS=$STARTS REF_STARTS=$REF_STARTS IDLE=$IDLE"
+  echo "           CONVERT=$CONVERT REF_CONVERT=$REF_CONVERT CONV_N=$CONV_N CONV_LISTS=$CONV_LISTS"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 
@@ -232,6 +249,37 @@ if [[ $(stat -c %s "$OUT/crdserver-load.log") -gt 200000 ]]; then
   { head -n 200 "$OUT/crdserver-load.log"; echo "[... cut by run.sh ...]"; tail -n 200 "$OUT/crdserver-load.log"; } >"$WORK/l" && mv "$WORK/l" "$OUT/crdserver-load.log"
 fi
 
+# 4b. Webhook conversion on crdserver (issue 3).
+if [[ $CONVERT != 0 ]]; then
+  echo "# webhook conversion on crdserver (fresh data dir; the webhook is served by crdbench itself)" >>"$OUT/commands.txt"
+  port=$("$CB" freeport)
+  CS_DATA="$WORK/crdserver-convert"
+  CS_URL="http://127.0.0.1:$port"
+  run_bg "$WORK/crdserver" --data-dir "$CS_DATA" --bind-address 127.0.0.1 --port "$port" </dev/null >"$OUT/crdserver-convert.log" 2>&1
+  CS_PID=$!
+  OUR_PIDS+=("$CS_PID")
+  if wait_ok "$CS_URL/readyz" 60; then
+    run "$CB" convert -server "$CS_URL" -n "$CONV_N" -lists "$CONV_LISTS" -concurrency "$CONC" \
+      -rss-pid "crdserver=$CS_PID" -json "$OUT/convert-crdserver.json" || log "crdserver webhook conversion had failures"
+    if grep -q "level=WARN\|level=ERROR" "$OUT/crdserver-convert.log"; then
+      extra "- crdserver log during the webhook conversion run (first warnings/errors; full log in \`bench/results/crdserver-convert.log\`):"
+      extra ""
+      extra '  ```'
+      grep "level=WARN\|level=ERROR" "$OUT/crdserver-convert.log" | head -n 3 | sed 's/^/  /' >>"$OUT/failures-extra.md"
+      extra "  ($(grep -c "level=WARN\|level=ERROR" "$OUT/crdserver-convert.log") warning/error lines in all)"
+      extra '  ```'
+    fi
+  else
+    log "crdserver (conversion run) did not become ready"
+    extra "- crdserver (webhook conversion run) did not become ready within 60 s"
+  fi
+  stop_pid "$CS_PID"
+  rm -rf -- "$CS_DATA"
+  if [[ $(stat -c %s "$OUT/crdserver-convert.log") -gt 200000 ]]; then
+    { head -n 200 "$OUT/crdserver-convert.log"; echo "[... cut by run.sh ...]"; tail -n 200 "$OUT/crdserver-convert.log"; } >"$WORK/l" && mv "$WORK/l" "$OUT/crdserver-convert.log"
+  fi
+fi
+
 # 5. Load on the shared reference.
 echo "# load on the shared reference" >>"$OUT/commands.txt"
 if REF_URL=$(run "$REF/start-reference.sh" 2>"$WORK/start-reference.err"); then
@@ -259,6 +307,21 @@ if REF_URL=$(run "$REF/start-reference.sh" 2>"$WORK/start-reference.err"); then
     -json "$OUT/load-reference.json" || log "reference load had failures"
   if [[ $REF_CRD_CREATED == 1 ]]; then
     run "${K[@]}" delete crd "$CRD_NAME" --timeout=180s >&2 && REF_CRD_CREATED=0
+  fi
+  # The same webhook conversion run, on the reference. Its two CRDs must not exist already
+  # (they could be someone else's); crdbench deletes them again (-cleanup).
+  if [[ $CONVERT != 0 && $REF_CONVERT != 0 ]]; then
+    echo "# webhook conversion on the shared reference" >>"$OUT/commands.txt"
+    if existing=$(run "${K[@]}" get crd "${CONV_CRDS[@]}" --ignore-not-found -o name 2>&1) && [[ -z $existing ]]; then
+      REF_CONV_RUNNING=1
+      run "$CB" convert -server "$REF_URL" -cacert "$REF/pki/ca.crt" -cert "$REF/pki/admin.crt" -key "$REF/pki/admin.key" \
+        -settle 2s -n "$CONV_N" -lists "$CONV_LISTS" -concurrency "$CONC" -cleanup \
+        -rss-pid "apiextensions-apiserver=$REF_API_PID" -rss-pid "etcd=$REF_ETCD_PID" \
+        -json "$OUT/convert-reference.json" || log "reference webhook conversion had failures"
+      REF_CONV_RUNNING=0
+    else
+      extra "- reference webhook conversion not run: ${CONV_CRDS[*]} already on the reference, or kubectl failed: $(echo "$existing" | tr '\n' ' ')"
+    fi
   fi
 else
   cat "$WORK/start-reference.err" >&2
@@ -301,5 +364,29 @@ cat >>"$OUT/notes.md" <<EOF
 - The machine is shared with other work (builds, tests), so expect some noise; rerun to compare.
 - Raw JSON of every measurement and the crdserver logs are in \`bench/results/\`.
 EOF
+if [[ $CONVERT != 0 ]]; then
+  cat >>"$OUT/notes.md" <<EOF
+- **Webhook conversion** (issue 3) is \`crdbench convert\`, on a second fresh crdserver (and, unless
+  REF_CONVERT=0, on the shared reference the same way). The webhook is the example's handler,
+  \`crontab.NewScheme()\` from \`examples/crontab-conversion/crontab\`, served by crdbench itself on a
+  free loopback port over TLS (net/http, HTTP/2; a self-signed certificate for 127.0.0.1, given as
+  the CRD's \`caBundle\`), so it shares the machine's $(nproc) cores with the server. It is wrapped
+  by a counter: every POST is one webhook call; its objects are counted in one pass over the
+  body without decoding it, and that counter time is measured apart (its own row in the table). The
+  handler time is from after the body is read to the handler's return (the example decodes the
+  ConversionReview, converts each object through its hub and encodes the answer).
+  Two CRDs with the CronTab schemas of the Kubernetes documentation (v1beta1 storage with
+  \`hostPort\`; v1 served with \`host\`, \`port\`): \`crontabs.example.com\` with Webhook conversion
+  (\`clientConfig.url\` + \`caBundle\`, \`conversionReviewVersions: [v1]\`) and
+  \`crontabs.none.example.com\` with None. After both are Established (the reference gets 2 s more),
+  $CONV_N objects are created in v1beta1 in each with $CONC workers (body size in the table; webhook
+  calls counted meanwhile), then one unmeasured warm-up GET of each of the four collections (each
+  CRD in v1 and in v1beta1), then $CONV_LISTS rounds of one GET of each, in turn, plain (no limit,
+  \`Accept: application/json\`, timed until the whole body is read). Every answer is checked
+  afterwards: all $CONV_N items, in the version asked, and through the webhook each object's
+  \`host\`/\`port\` equal to its \`hostPort\`. crdserver sends at most 1000 objects per
+  ConversionReview (its default), so a list of 10,000 objects needs at least 10 calls.
+EOF
+fi
 run "$CB" report -dir "$OUT" -out "$HERE/RESULTS.md"
 log "wrote $HERE/RESULTS.md"

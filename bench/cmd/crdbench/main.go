@@ -9,6 +9,11 @@
 //	    waits until a CRD is Established, then: n sequential creates, the same
 //	    n sequential deletes, list-n creates with -concurrency workers, and
 //	    -lists plain GETs of the whole collection (no limit).
+//	crdbench convert  -server URL [TLS flags] -n 10000 -lists 7 -json F
+//	    webhook conversion (issue 3): serves the example CronTab conversion
+//	    webhook in-process over TLS, counting its calls; creates a Webhook CRD
+//	    and a None CRD (v1beta1 storage, v1 served), n objects in v1beta1 in
+//	    each, then times GETs of each collection in v1 and in v1beta1.
 //	crdbench start    -readyz URL [-rss-pid name=PID]... -json F -- CMD ARGS...
 //	    launches CMD, times launch -> /readyz "ok", waits -idle, reads VmRSS
 //	    of CMD (and of the other PIDs), then stops CMD.
@@ -44,6 +49,8 @@ func main() {
 	switch os.Args[1] {
 	case "load":
 		err = runLoad(os.Args[2:])
+	case "convert":
+		err = runConvert(os.Args[2:])
 	case "start":
 		err = runStart(os.Args[2:])
 	case "rss":
@@ -62,7 +69,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: crdbench load|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
 	os.Exit(2)
 }
 

@@ -284,6 +284,9 @@ func runReport(args []string) error {
 			"The first created object of each side is in `bench/results/load-*.json` (`first_created_object`).\n\n")
 	}
 
+	// Webhook conversion (convert-*.json), if measured.
+	convTargets, convFails := convertReport(*dir, p)
+
 	// Targets.
 	p("## Targets\n\n| target | measured | met? |\n|---|---|---|\n")
 	target := func(name string, v val, met func(float64) bool) {
@@ -301,6 +304,9 @@ func runReport(args []string) error {
 			map[bool]string{true: "**yes**", false: "**no**"}[cc.v >= rc.v])
 	} else {
 		p("| create throughput at least the reference's | crdserver: %s; reference: %s | **no** (not measurable) |\n", cc, rc)
+	}
+	for _, t := range convTargets {
+		p("%s", t)
 	}
 	p("\n")
 
@@ -333,6 +339,7 @@ func runReport(args []string) error {
 			fails = append(fails, s+"\n")
 		}
 	}
+	fails = append(fails, convFails...)
 	if len(fails) > 0 {
 		p("## Failures\n\n%s\n", strings.Join(fails, ""))
 	}

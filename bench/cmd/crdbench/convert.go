@@ -1,0 +1,683 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
+	"github.com/crdserver/crdserver/internal/certs"
+)
+
+// The conversion benchmark (issue 3): CronTabs of the Kubernetes
+// documentation, stored in v1beta1 (hostPort "host:port") and read as v1
+// (host, port), once through the example conversion webhook
+// (examples/crontab-conversion) and once with None conversion.
+
+const (
+	webhookCRDName = "crontabs." + crontab.Group // crontabs.example.com
+	noneGroup      = "none." + crontab.Group     // none.example.com
+	noneCRDName    = "crontabs." + noneGroup
+)
+
+// webhookCounter serves the example's handler (crontab.NewScheme()) and
+// counts what reaches it: calls, and objects per call (countReviewObjects,
+// one pass over the body; that time is measured apart and not counted as
+// the handler's).
+type webhookCounter struct {
+	h       http.Handler
+	calls   atomic.Int64
+	objects atomic.Int64
+	maxObjs atomic.Int64
+	busyNs  atomic.Int64 // the example's handler
+	readNs  atomic.Int64 // reading the request body
+	countNs atomic.Int64 // the counter's own decode
+	non200  atomic.Int64
+	protoMu sync.Mutex
+	protos  map[string]int
+}
+
+func newWebhookCounter(h http.Handler) *webhookCounter {
+	return &webhookCounter{h: h, protos: map[string]int{}}
+}
+
+// statusRecorder remembers the status code the wrapped handler writes.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) { s.code = code; s.ResponseWriter.WriteHeader(code) }
+
+func (c *webhookCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t0 := time.Now()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		c.non200.Add(1)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	t1 := time.Now()
+	c.readNs.Add(int64(t1.Sub(t0)))
+	n := int64(countReviewObjects(body))
+	c.calls.Add(1)
+	c.objects.Add(n)
+	for {
+		m := c.maxObjs.Load()
+		if n <= m || c.maxObjs.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	c.protoMu.Lock()
+	c.protos[r.Proto]++
+	c.protoMu.Unlock()
+	t2 := time.Now()
+	c.countNs.Add(int64(t2.Sub(t1)))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	c.h.ServeHTTP(rec, r)
+	if rec.code != http.StatusOK {
+		c.non200.Add(1)
+	}
+	c.busyNs.Add(int64(time.Since(t2)))
+}
+
+// countReviewObjects counts the objects in request.objects of a
+// ConversionReview in one pass over its JSON, without decoding it (a decode
+// costs milliseconds per thousand objects; this, a fraction of one). It
+// assumes well-formed JSON: the handler decodes the review anyway.
+func countReviewObjects(b []byte) int {
+	var (
+		depth   int
+		key     [3][]byte // the last key read at depth 1 and 2
+		inObjs  bool      // inside the array request.objects (depth 3)
+		n       int
+		request = []byte("request")
+		objects = []byte("objects")
+	)
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			// The closing quote: the next one not escaped by an odd run of
+			// backslashes.
+			j := i + 1
+			for {
+				k := bytes.IndexByte(b[j:], '"')
+				if k < 0 {
+					return n
+				}
+				j += k
+				bs := 0
+				for bs < j-i-1 && b[j-1-bs] == '\\' {
+					bs++
+				}
+				if bs%2 == 0 {
+					break
+				}
+				j++
+			}
+			if depth == 1 || depth == 2 {
+				k := j + 1
+				for k < len(b) && (b[k] == ' ' || b[k] == '\t' || b[k] == '\n' || b[k] == '\r') {
+					k++
+				}
+				if k < len(b) && b[k] == ':' {
+					key[depth] = b[i+1 : j]
+				}
+			}
+			i = j
+		case '{', '[':
+			depth++
+			if depth == 3 && b[i] == '[' && bytes.Equal(key[1], request) && bytes.Equal(key[2], objects) {
+				inObjs = true
+			}
+			if depth == 4 && inObjs && b[i] == '{' {
+				n++
+			}
+		case '}', ']':
+			if depth == 3 {
+				inObjs = false
+			}
+			if depth == 2 {
+				key[2] = nil
+			}
+			depth--
+		}
+	}
+	return n
+}
+
+// webhookCount is a snapshot of the counter.
+type webhookCount struct {
+	Calls   int64   `json:"calls"`
+	Objects int64   `json:"objects"`
+	BusyMs  float64 `json:"handler_ms"`
+	ReadMs  float64 `json:"body_read_ms"`
+	CountMs float64 `json:"counter_ms"`
+	Non200  int64   `json:"non_200"`
+}
+
+func (c *webhookCounter) snapshot() webhookCount {
+	return webhookCount{Calls: c.calls.Load(), Objects: c.objects.Load(), BusyMs: ms(time.Duration(c.busyNs.Load())), ReadMs: ms(time.Duration(c.readNs.Load())), CountMs: ms(time.Duration(c.countNs.Load())), Non200: c.non200.Load()}
+}
+
+func (a webhookCount) minus(b webhookCount) webhookCount {
+	return webhookCount{Calls: a.Calls - b.Calls, Objects: a.Objects - b.Objects, BusyMs: math3(a.BusyMs - b.BusyMs), ReadMs: math3(a.ReadMs - b.ReadMs), CountMs: math3(a.CountMs - b.CountMs), Non200: a.Non200 - b.Non200}
+}
+
+func math3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+// convSample is one GET of a whole collection, with what the webhook saw
+// meanwhile.
+type convSample struct {
+	listSample
+	Webhook webhookCount `json:"webhook"`
+	Invalid string       `json:"invalid,omitempty"` // why the answer is wrong, if it is
+}
+
+// convList is the measured GETs of one collection in one version.
+type convList struct {
+	Name       string       `json:"name"`
+	CRD        string       `json:"crd"`
+	Conversion string       `json:"conversion"`
+	Version    string       `json:"version"`
+	Path       string       `json:"path"`
+	Warmup     *convSample  `json:"warmup,omitempty"`
+	Samples    []convSample `json:"samples"`
+	MedianMs   float64      `json:"median_ms"`
+	MinMs      float64      `json:"min_ms"`
+	MaxMs      float64      `json:"max_ms"`
+	Items      int          `json:"items"`
+	Bytes      int          `json:"bytes"`
+	// Webhook calls and objects per measured GET: the largest seen (all
+	// GETs normally see the same).
+	CallsPerList   int64   `json:"webhook_calls_per_list"`
+	ObjectsPerList int64   `json:"webhook_objects_per_list"`
+	WebhookMsMed   float64 `json:"webhook_handler_ms_median"`
+	WebhookReadMed float64 `json:"webhook_body_read_ms_median"`
+	CounterMsMed   float64 `json:"webhook_counter_ms_median"`
+	HostPortKept   *bool   `json:"v1beta1_hostPort_in_answer,omitempty"`
+}
+
+type convertResult struct {
+	Server         string                  `json:"server"`
+	Protocol       string                  `json:"protocol"`
+	ClientCert     bool                    `json:"client_cert"`
+	N              int                     `json:"objects"`
+	Concurrency    int                     `json:"concurrency"`
+	ListsPerColl   int                     `json:"lists"`
+	Warmup         bool                    `json:"warmup"`
+	SettleSec      float64                 `json:"settle_seconds"`
+	WebhookURL     string                  `json:"webhook_url"`
+	WebhookServing string                  `json:"webhook_serving"`
+	WebhookProtos  map[string]int          `json:"webhook_protocols,omitempty"`
+	MaxObjsPerCall int64                   `json:"webhook_max_objects_per_call"`
+	BodyBytes      int                     `json:"create_body_bytes"`
+	SampleBody     string                  `json:"first_created_object,omitempty"`
+	Phases         []phase                 `json:"phases"`
+	PopulateHooks  map[string]webhookCount `json:"webhook_during_populate"`
+	// From the CRDs' creation to the first GET: the creates, and whatever
+	// the server converted meanwhile or just after.
+	BeforeLists  *webhookCount `json:"webhook_before_lists,omitempty"`
+	Lists        []convList    `json:"lists_by_collection"`
+	RSSAfter     []procMem     `json:"rss_after_lists,omitempty"`
+	RSSAfterMiB  float64       `json:"rss_after_lists_total_mib,omitempty"`
+	Cleanup      string        `json:"cleanup,omitempty"`
+	CleanupHooks *webhookCount `json:"webhook_during_cleanup,omitempty"`
+	Failures     []failure     `json:"failures,omitempty"`
+	Error        string        `json:"error,omitempty"`
+}
+
+func (r *convertResult) list(name string) *convList {
+	for i := range r.Lists {
+		if r.Lists[i].Name == name {
+			return &r.Lists[i]
+		}
+	}
+	return nil
+}
+
+// crontabCRD is the CronTab CRD of the Kubernetes documentation's
+// conversion example: v1beta1 (storage) with hostPort, v1 with host and
+// port, both served; conversion is None, or Webhook by url with caBundle.
+func crontabCRD(group, webhookURL string, caPEM []byte) []byte {
+	spec := map[string]any{"type": "object", "properties": map[string]any{
+		"cronSpec": map[string]any{"type": "string"},
+		"image":    map[string]any{"type": "string"},
+		"replicas": map[string]any{"type": "integer"},
+	}}
+	version := func(name string, storage bool, fields ...string) map[string]any {
+		props := map[string]any{"spec": spec}
+		for _, f := range fields {
+			props[f] = map[string]any{"type": "string"}
+		}
+		return map[string]any{"name": name, "served": true, "storage": storage,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": props}}}
+	}
+	conv := map[string]any{"strategy": "None"}
+	if webhookURL != "" {
+		conv = map[string]any{"strategy": "Webhook", "webhook": map[string]any{
+			"clientConfig":             map[string]any{"url": webhookURL, "caBundle": base64.StdEncoding.EncodeToString(caPEM)},
+			"conversionReviewVersions": []string{"v1"},
+		}}
+	}
+	crd := map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "crontabs." + group},
+		"spec": map[string]any{
+			"group": group, "scope": "Namespaced",
+			"names":      map[string]any{"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "listKind": "CronTabList"},
+			"versions":   []any{version("v1beta1", true, "hostPort"), version("v1", false, "host", "port")},
+			"conversion": conv,
+		},
+	}
+	b, _ := json.Marshal(crd)
+	return b
+}
+
+// crontabHostPort is object i's hostPort (v1beta1), or host and port (v1).
+func crontabHostPort(i int) (string, string) {
+	return fmt.Sprintf("host-%05d.example.com", i), strconv.Itoa(8000 + i%1000)
+}
+
+func crontabBody(group string, name string, i int) []byte {
+	host, port := crontabHostPort(i)
+	obj := map[string]any{
+		"apiVersion": group + "/v1beta1", "kind": "CronTab",
+		"metadata": map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}},
+		"spec":     map[string]any{"cronSpec": "*/5 * * * *", "image": "my-awesome-cron-image", "replicas": 1 + i%3},
+		"hostPort": net.JoinHostPort(host, port),
+	}
+	b, _ := json.Marshal(obj)
+	return b
+}
+
+// checkCronTabs checks a list answer: n items, all in apiVersion want, and,
+// for v1 through the webhook, host and port converted from each object's
+// hostPort. It reports whether a v1 answer still carries hostPort.
+func checkCronTabs(body []byte, n int, prefix, want string, webhookV1 bool) (hostPortKept bool, problem string) {
+	var list struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Items      []struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			HostPort *string `json:"hostPort"`
+			Host     *string `json:"host"`
+			Port     *string `json:"port"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return false, "decode: " + err.Error()
+	}
+	if list.Kind != "CronTabList" || list.APIVersion != want {
+		return false, fmt.Sprintf("list is %s %s, want %s CronTabList", list.APIVersion, list.Kind, want)
+	}
+	if len(list.Items) != n {
+		return false, fmt.Sprintf("%d items, want %d", len(list.Items), n)
+	}
+	bad := 0
+	var first string
+	for _, it := range list.Items {
+		var why string
+		i, err := strconv.Atoi(strings.TrimPrefix(it.Metadata.Name, prefix))
+		switch {
+		case err != nil || !strings.HasPrefix(it.Metadata.Name, prefix):
+			why = "unexpected name"
+		case it.APIVersion != want || it.Kind != "CronTab":
+			why = fmt.Sprintf("item is %s %s", it.APIVersion, it.Kind)
+		case strings.HasSuffix(want, "/v1beta1"):
+			host, port := crontabHostPort(i)
+			if it.HostPort == nil || *it.HostPort != net.JoinHostPort(host, port) {
+				why = "hostPort missing or wrong"
+			}
+		case webhookV1:
+			host, port := crontabHostPort(i)
+			if it.Host == nil || it.Port == nil || *it.Host != host || *it.Port != port {
+				why = "host/port missing or wrong"
+			} else if it.HostPort != nil {
+				why = "v1 item still has hostPort"
+			}
+		}
+		if it.HostPort != nil {
+			hostPortKept = true
+		}
+		if why != "" {
+			bad++
+			if first == "" {
+				first = it.Metadata.Name + ": " + why
+			}
+		}
+	}
+	if bad > 0 {
+		return hostPortKept, fmt.Sprintf("%d of %d items wrong; first: %s", bad, n, first)
+	}
+	return hostPortKept, ""
+}
+
+func runConvert(args []string) error {
+	fs := flag.NewFlagSet("convert", flag.ExitOnError)
+	var t tlsFlags
+	t.register(fs)
+	var (
+		server    = fs.String("server", "", "API server base URL, http:// or https:// (loopback only)")
+		namespace = fs.String("namespace", "default", "namespace of the objects")
+		n         = fs.Int("n", 10000, "objects created in v1beta1 in each of the two CRDs")
+		lists     = fs.Int("lists", 7, "measured GETs of each collection; median and min reported")
+		warmup    = fs.Bool("warmup", true, "one unmeasured GET of each collection first (recorded apart)")
+		conc      = fs.Int("concurrency", 8, "workers for the creates")
+		settle    = fs.Duration("settle", 0, "pause after Established before the creates (the reference needs 2s)")
+		waitFor   = fs.Duration("wait", 60*time.Second, "how long to wait for the CRDs to be Established")
+		cleanup   = fs.Bool("cleanup", false, "delete the two CRDs (and so their objects) afterwards, if this run created them")
+		jsonOut   = fs.String("json", "", "write the results as JSON to this file")
+		rssPIDs   namedPIDs
+	)
+	fs.Var(&rssPIDs, "rss-pid", "name=PID of a server process whose VmRSS is read right after the lists (repeatable)")
+	_ = fs.Parse(args)
+	u, err := checkLoopback(*server)
+	if err != nil {
+		return err
+	}
+	if *n < 1 || *n > 100000 || *lists < 1 || *conc < 1 || *conc > 64 {
+		return errors.New("need 1 <= -n <= 100000, -lists >= 1, 1 <= -concurrency <= 64")
+	}
+	client, err := newClient(u, t, *conc)
+	if err != nil {
+		return err
+	}
+	base := strings.TrimRight(*server, "/")
+	res := &convertResult{Server: base, ClientCert: t.cert != "", N: *n, Concurrency: *conc, ListsPerColl: *lists,
+		Warmup: *warmup, SettleSec: settle.Seconds(), PopulateHooks: map[string]webhookCount{}}
+
+	// The webhook: the example's handler, served in this process over TLS
+	// on a loopback port, behind the counter.
+	cert, certPEM, err := certs.SelfSigned("crdbench-crontab-conversion")
+	if err != nil {
+		return err
+	}
+	hook := newWebhookCounter(crontab.NewScheme())
+	mux := http.NewServeMux()
+	mux.Handle("/convert", hook)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ErrorLog:  log.New(io.Discard, "", 0)}
+	go func() { _ = hsrv.ServeTLS(ln, "", "") }()
+	defer hsrv.Close()
+	res.WebhookURL = "https://" + ln.Addr().String() + "/convert"
+	res.WebhookServing = "in crdbench's own process: the example's handler crontab.NewScheme() " +
+		"(examples/crontab-conversion/crontab) served with net/http over TLS (self-signed cert for 127.0.0.1, in caBundle), " +
+		"wrapped by a counter that reads each request body and counts request.objects in one pass without decoding " +
+		"(its own time is measured apart: counter_ms)"
+	res.BodyBytes = len(crontabBody(crontab.Group, "crontab-00000", 0))
+	log.Printf("conversion webhook on %s", res.WebhookURL)
+
+	l := &loader{client: client, base: base}
+	crdPath := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	created := map[string]bool{}
+	finish := func(err error) error {
+		if *cleanup && len(created) > 0 {
+			before := hook.snapshot()
+			var notes []string
+			for _, name := range []string{webhookCRDName, noneCRDName} {
+				if !created[name] {
+					continue
+				}
+				notes = append(notes, deleteCRD(l, base+crdPath+"/"+name, 10*time.Minute))
+			}
+			res.Cleanup = strings.Join(notes, "; ")
+			h := hook.snapshot().minus(before)
+			res.CleanupHooks = &h
+		}
+		if p, ok := l.proto.Load().(string); ok {
+			res.Protocol = p
+		}
+		hook.protoMu.Lock()
+		res.WebhookProtos = maps.Clone(hook.protos)
+		hook.protoMu.Unlock()
+		res.MaxObjsPerCall = hook.maxObjs.Load()
+		if err != nil {
+			res.Error = err.Error()
+		}
+		for _, p := range res.Phases {
+			if p.FirstError != nil {
+				res.Failures = append(res.Failures, *p.FirstError)
+			}
+		}
+		printConvert(res)
+		if *jsonOut != "" {
+			if werr := writeJSON(*jsonOut, res); werr != nil {
+				return werr
+			}
+		}
+		if err == nil && len(res.Failures) > 0 {
+			err = fmt.Errorf("%d failure(s)", len(res.Failures))
+		}
+		return err
+	}
+
+	// The two CRDs. An existing one is not touched: it may be someone else's.
+	for _, c := range []struct{ name, group, url string }{
+		{webhookCRDName, crontab.Group, res.WebhookURL},
+		{noneCRDName, noneGroup, ""},
+	} {
+		code, b, err := l.do(http.MethodPost, base+crdPath, crontabCRD(c.group, c.url, certPEM))
+		if err != nil || code != http.StatusCreated {
+			f := failure{Phase: "create-crd", Method: http.MethodPost, Path: crdPath + " (" + c.name + ")", Status: code, Body: truncate(b, 2000)}
+			if err != nil {
+				f.Error = err.Error()
+			}
+			res.Failures = append(res.Failures, f)
+			if code == http.StatusConflict {
+				return finish(fmt.Errorf("CRD %s already exists on %s; left alone (delete it to rerun)", c.name, base))
+			}
+			return finish(fmt.Errorf("could not create CRD %s", c.name))
+		}
+		created[c.name] = true
+	}
+	for _, name := range []string{webhookCRDName, noneCRDName} {
+		if err := l.waitEstablished(name, *waitFor); err != nil {
+			return finish(err)
+		}
+	}
+	time.Sleep(*settle)
+
+	ns := ""
+	if *namespace != "" {
+		ns = "/namespaces/" + *namespace
+	}
+	coll := func(group, version string) string { return base + "/apis/" + group + "/" + version + ns + "/crontabs" }
+	prefix := "crontab-"
+	name := func(i int) string { return prefix + strconv.Itoa(100000 + i)[1:] }
+
+	// Create n objects in v1beta1 in each CRD, counting webhook calls.
+	for _, c := range []struct{ label, group string }{{"populate-webhook", crontab.Group}, {"populate-none", noneGroup}} {
+		bodies := make([][]byte, *n)
+		for i := range bodies {
+			bodies[i] = crontabBody(c.group, name(i), i)
+		}
+		target := coll(c.group, "v1beta1")
+		log.Printf("%s: %d creates in %s/v1beta1 with %d workers", c.label, *n, c.group, *conc)
+		before := hook.snapshot()
+		p := l.run(c.label, *n, *conc, func(i int) (string, string, []byte, []int) {
+			return http.MethodPost, target, bodies[i], []int{http.StatusCreated}
+		})
+		res.PopulateHooks[c.label] = hook.snapshot().minus(before)
+		res.Phases = append(res.Phases, p)
+		if c.label == "populate-webhook" {
+			if code, b, err := l.do(http.MethodGet, target+"/"+name(0), nil); err == nil && code == http.StatusOK {
+				res.SampleBody = truncate(b, 2000)
+			}
+		}
+		if p.Errors > 0 {
+			return finish(fmt.Errorf("%s: %d of %d creates failed", c.label, p.Errors, p.Requests))
+		}
+	}
+
+	// The lists, interleaved round by round so that noise hits all alike.
+	res.Lists = []convList{
+		{Name: "webhook-v1", CRD: webhookCRDName, Conversion: "Webhook", Version: "v1", Path: coll(crontab.Group, "v1")},
+		{Name: "none-v1", CRD: noneCRDName, Conversion: "None", Version: "v1", Path: coll(noneGroup, "v1")},
+		{Name: "webhook-v1beta1", CRD: webhookCRDName, Conversion: "Webhook", Version: "v1beta1", Path: coll(crontab.Group, "v1beta1")},
+		{Name: "none-v1beta1", CRD: noneCRDName, Conversion: "None", Version: "v1beta1", Path: coll(noneGroup, "v1beta1")},
+	}
+	one := func(cl *convList) (convSample, bool) {
+		before := hook.snapshot()
+		t0 := time.Now()
+		code, b, err := l.do(http.MethodGet, cl.Path, nil)
+		d := time.Since(t0)
+		s := convSample{listSample: listSample{Ms: ms(d), Bytes: len(b), Status: code}}
+		s.Webhook = hook.snapshot().minus(before)
+		if err != nil || code != http.StatusOK {
+			f := failure{Phase: "list " + cl.Name, Method: http.MethodGet, Path: strings.TrimPrefix(cl.Path, base), Status: code, Body: truncate(b, 2000)}
+			if err != nil {
+				f.Error = err.Error()
+			}
+			f.Body += fmt.Sprintf(" [webhook during this GET: %d calls, %d objects, %d non-200]", s.Webhook.Calls, s.Webhook.Objects, s.Webhook.Non200)
+			res.Failures = append(res.Failures, f)
+			return s, false
+		}
+		group := crontab.Group
+		if cl.Conversion == "None" {
+			group = noneGroup
+		}
+		kept, problem := checkCronTabs(b, *n, prefix, group+"/"+cl.Version, cl.Name == "webhook-v1")
+		var items struct{ Items []json.RawMessage }
+		_ = json.Unmarshal(b, &items)
+		s.Items = len(items.Items)
+		if cl.Version == "v1" {
+			cl.HostPortKept = &kept
+		}
+		if problem != "" {
+			s.Invalid = problem
+			res.Failures = append(res.Failures, failure{Phase: "list " + cl.Name, Method: http.MethodGet, Path: strings.TrimPrefix(cl.Path, base), Status: code,
+				Error: "wrong answer: " + problem})
+			return s, false
+		}
+		return s, true
+	}
+	before := hook.snapshot()
+	res.BeforeLists = &before
+	if *warmup {
+		for i := range res.Lists {
+			s, ok := one(&res.Lists[i])
+			res.Lists[i].Warmup = &s
+			if !ok {
+				return finish(fmt.Errorf("warm-up GET of %s failed", res.Lists[i].Name))
+			}
+		}
+	}
+	log.Printf("%d rounds of lists (%d collections)", *lists, len(res.Lists))
+	failed := map[string]bool{}
+	for r := 0; r < *lists; r++ {
+		for i := range res.Lists {
+			cl := &res.Lists[i]
+			if failed[cl.Name] {
+				continue
+			}
+			s, ok := one(cl)
+			cl.Samples = append(cl.Samples, s)
+			if !ok {
+				failed[cl.Name] = true
+			}
+		}
+	}
+	for i := range res.Lists {
+		cl := &res.Lists[i]
+		if failed[cl.Name] {
+			continue
+		}
+		var ds, hs, rs, cs []float64
+		for _, s := range cl.Samples {
+			ds = append(ds, s.Ms)
+			hs = append(hs, s.Webhook.BusyMs)
+			rs = append(rs, s.Webhook.ReadMs)
+			cs = append(cs, s.Webhook.CountMs)
+			cl.CallsPerList = max(cl.CallsPerList, s.Webhook.Calls)
+			cl.ObjectsPerList = max(cl.ObjectsPerList, s.Webhook.Objects)
+			cl.Items, cl.Bytes = s.Items, s.Bytes
+		}
+		cl.MedianMs, cl.MinMs, cl.MaxMs = median(ds), slices.Min(ds), slices.Max(ds)
+		cl.WebhookMsMed, cl.WebhookReadMed, cl.CounterMsMed = median(hs), median(rs), median(cs)
+	}
+	for _, p := range rssPIDs {
+		m := readMem(p.name, p.pid)
+		res.RSSAfter = append(res.RSSAfter, m)
+		res.RSSAfterMiB += m.VmRSSMiB
+	}
+	return finish(nil)
+}
+
+// deleteCRD deletes a CRD and waits until it is gone; it says what happened.
+func deleteCRD(l *loader, url string, timeout time.Duration) string {
+	name := url[strings.LastIndex(url, "/")+1:]
+	t0 := time.Now()
+	code, b, err := l.do(http.MethodDelete, url, nil)
+	if err != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
+		return fmt.Sprintf("delete CRD %s: HTTP %d %v %s", name, code, err, truncate(b, 300))
+	}
+	for time.Since(t0) < timeout {
+		code, _, err = l.do(http.MethodGet, url, nil)
+		if err == nil && code == http.StatusNotFound {
+			return fmt.Sprintf("CRD %s deleted (gone after %.1f s)", name, time.Since(t0).Seconds())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Sprintf("CRD %s still present %v after its delete", name, timeout)
+}
+
+func printConvert(r *convertResult) {
+	fmt.Printf("server %s  protocol %s  webhook %s  (protocols %v, largest review %d objects)\n", r.Server, r.Protocol, r.WebhookURL, r.WebhookProtos, r.MaxObjsPerCall)
+	for _, p := range r.Phases {
+		h := r.PopulateHooks[p.Name]
+		fmt.Printf("%-16s %d creates, %d errors, %.1f req/s; webhook meanwhile: %d calls, %d objects\n", p.Name, p.Requests, p.Errors, p.PerSecond, h.Calls, h.Objects)
+	}
+	for _, cl := range r.Lists {
+		if cl.Warmup != nil {
+			fmt.Printf("%-16s warm-up %.2f ms, %d webhook calls\n", cl.Name, cl.Warmup.Ms, cl.Warmup.Webhook.Calls)
+		}
+		for i, s := range cl.Samples {
+			fmt.Printf("%-16s list %d: %.2f ms, %d items, %d bytes, HTTP %d, webhook %d calls / %d objects / %.2f ms in its handler (+ %.2f ms reading bodies, %.2f ms counting)\n",
+				cl.Name, i+1, s.Ms, s.Items, s.Bytes, s.Status, s.Webhook.Calls, s.Webhook.Objects, s.Webhook.BusyMs, s.Webhook.ReadMs, s.Webhook.CountMs)
+		}
+		if cl.MedianMs > 0 {
+			fmt.Printf("%-16s median %.2f ms, min %.2f ms, max %.2f ms, %d webhook calls per list\n", cl.Name, cl.MedianMs, cl.MinMs, cl.MaxMs, cl.CallsPerList)
+		}
+	}
+	if w, nn := r.list("webhook-v1"), r.list("none-v1"); w != nil && nn != nil && w.MedianMs > 0 && nn.MedianMs > 0 {
+		fmt.Printf("webhook ÷ None (medians): %.2f×\n", w.MedianMs/nn.MedianMs)
+	}
+	if r.Cleanup != "" {
+		fmt.Println("cleanup:", r.Cleanup)
+	}
+	if h := r.CleanupHooks; h != nil {
+		fmt.Printf("webhook during the cleanup: %d calls, %d objects\n", h.Calls, h.Objects)
+	}
+	for _, f := range r.Failures {
+		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
+	}
+	if r.Error != "" {
+		fmt.Printf("ERROR: %s\n", r.Error)
+	}
+}
