@@ -48,22 +48,50 @@ type Converted struct {
 	// Key identifies the converter and the version.
 	Key any
 	Raw []byte
+	// next is the memo of another key: an item remembers a few versions,
+	// so that readers of different versions do not undo each other's work.
+	next *Converted
 }
 
-// Converted returns what SetConverted remembered, or nil.
-func (it *Item) Converted() *Converted {
+// maxConverted is how many versions an item remembers.
+const maxConverted = 4
+
+// Converted returns what SetConverted remembered for key, or nil.
+func (it *Item) Converted(key any) *Converted {
 	if it.converted == nil {
 		return nil
 	}
-	return it.converted.p.Load()
+	for c := it.converted.p.Load(); c != nil; c = c.next {
+		if c.Key == key {
+			return c
+		}
+	}
+	return nil
 }
 
 // SetConverted remembers the object in another version, so that every
 // reader of that version shares one conversion (as a watch cache per
-// version would, without keeping one). Only items of the cache may remember.
+// version would, without keeping one). Only items of the cache may
+// remember; the most recent maxConverted keys are kept.
 func (it *Item) SetConverted(c *Converted) {
-	if it.converted != nil {
-		it.converted.p.Store(c)
+	if it.converted == nil {
+		return
+	}
+	for {
+		old := it.converted.p.Load()
+		head := &Converted{Key: c.Key, Raw: c.Raw}
+		tail, n := head, 1
+		for o := old; o != nil && n < maxConverted; o = o.next {
+			if o.Key == c.Key {
+				continue
+			}
+			tail.next = &Converted{Key: o.Key, Raw: o.Raw}
+			tail = tail.next
+			n++
+		}
+		if it.converted.p.CompareAndSwap(old, head) {
+			return
+		}
 	}
 }
 
