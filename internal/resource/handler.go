@@ -277,7 +277,7 @@ func (c *call) convertItems(items []*store.Item) ([][]byte, error) {
 	key := convertedKey{c.res.Converter, c.apiVersion()}
 	var pending []int
 	for i, it := range items {
-		if m := it.Converted(); m != nil && m.Key == key {
+		if m := it.Converted(key); m != nil {
 			if m.Raw != nil {
 				out[i] = m.Raw
 			}
