@@ -385,7 +385,7 @@ func TestScaleSubresource(t *testing.T) {
 	// The old resourceVersion now conflicts; the schema's maximum applies; negative is refused.
 	expectStatus(t, e.do("PUT", scale, mustJSON(s)), http.StatusConflict, metav1.StatusReasonConflict, "")
 	expectStatus(t, e.do("PATCH", scale, `{"spec":{"replicas":15}}`, "Content-Type", "application/merge-patch+json"), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "spec.replicas: Invalid value: 15: spec.replicas in body should be less than or equal to 10")
-	expectStatus(t, e.do("PATCH", scale, `{"spec":{"replicas":-1}}`, "Content-Type", "application/merge-patch+json"), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "spec.replicas: Invalid value: -1: must be greater than or equal to 0")
+	expectStatus(t, e.do("PATCH", scale, `{"spec":{"replicas":-1}}`, "Content-Type", "application/merge-patch+json"), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `CronTab.stable.example.com "s" is invalid: .spec.replicas: Invalid value: -1: should be a non-negative integer`)
 	// Status replicas and the selector come from status.
 	got, _ = e.dyn.Resource(crontabs).Namespace("default").Get(e.ctx, "s", metav1.GetOptions{})
 	got.Object["status"] = map[string]any{"replicas": int64(2), "labelSelector": "app=cron"}

@@ -268,6 +268,7 @@ func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *sto
 	names := crd.Status.AcceptedNames
 	var served []string
 	status := map[string]bool{}
+	scales := map[string]*apiextensionsv1.CustomResourceSubresourceScale{}
 	storage := ""
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {
@@ -279,6 +280,9 @@ func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *sto
 		served = append(served, v.Name)
 		if v.Subresources != nil && v.Subresources.Status != nil {
 			status[crd.Spec.Group+"/"+v.Name] = true
+		}
+		if sub, _ := apihelpers.GetSubresourcesForVersion(crd, v.Name); sub != nil && sub.Scale != nil {
+			scales[crd.Spec.Group+"/"+v.Name] = sub.Scale
 		}
 	}
 	SortVersions(served)
@@ -294,7 +298,7 @@ func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *sto
 		StorageVersion: storage,
 		KeyPrefix:      crPrefix(crd),
 		Cache:          cache,
-		Strategy:       customResourceStrategy{status: status, schemas: schemas},
+		Strategy:       customResourceStrategy{status: status, schemas: schemas, scales: scales},
 		Converter:      conv,
 		Table:          newCustomResourceTable(crd),
 		FieldManagers:  customResourceFieldManagers(crd, conv, schemas, status),

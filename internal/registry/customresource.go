@@ -2,10 +2,15 @@ package registry
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strings"
 
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/schema"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -18,6 +23,8 @@ type customResourceStrategy struct {
 	status map[string]bool
 	// schemas are the compiled schemas by apiVersion.
 	schemas map[string]*schema.Version
+	// scales are the scale subresources by apiVersion.
+	scales map[string]*apiextensionsv1.CustomResourceSubresourceScale
 }
 
 // Coerce prunes and defaults a request body with its version's schema.
@@ -68,13 +75,52 @@ func (s customResourceStrategy) PrepareForStatusUpdate(_ context.Context, obj, o
 }
 
 func (s customResourceStrategy) Validate(ctx context.Context, obj *resource.Object) field.ErrorList {
-	return s.schemas[obj.APIVersion()].Validate(ctx, obj.ToUnstructured())
+	u := obj.ToUnstructured()
+	errs := s.schemas[obj.APIVersion()].Validate(ctx, u)
+	return append(errs, s.validateScale(u, obj.APIVersion(), true)...)
 }
 
 func (s customResourceStrategy) ValidateUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
-	return s.schemas[obj.APIVersion()].ValidateUpdate(ctx, obj.ToUnstructured(), old.ToUnstructured())
+	u := obj.ToUnstructured()
+	errs := s.schemas[obj.APIVersion()].ValidateUpdate(ctx, u, old.ToUnstructured())
+	return append(errs, s.validateScale(u, obj.APIVersion(), true)...)
 }
 
 func (s customResourceStrategy) ValidateStatusUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
-	return s.schemas[obj.APIVersion()].ValidateStatus(ctx, obj.ToUnstructured(), old.ToUnstructured())
+	u := obj.ToUnstructured()
+	errs := s.schemas[obj.APIVersion()].ValidateStatus(ctx, u, old.ToUnstructured())
+	return append(errs, s.validateScale(u, obj.APIVersion(), false)...)
+}
+
+// validateScale checks the replicas (and label selector) paths of the
+// scale subresource as Kubernetes does: replicas must be non-negative
+// int32 values; spec replicas are checked on every write but a status one.
+func (s customResourceStrategy) validateScale(obj map[string]any, apiVersion string, spec bool) field.ErrorList {
+	scale := s.scales[apiVersion]
+	if scale == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	replicas := func(path string) {
+		n, _, err := unstructured.NestedInt64(obj, strings.Split(strings.TrimPrefix(path, "."), ".")...)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(field.NewPath(path), n, err.Error()))
+		case n < 0:
+			errs = append(errs, field.Invalid(field.NewPath(path), n, "should be a non-negative integer"))
+		case n > math.MaxInt32:
+			errs = append(errs, field.Invalid(field.NewPath(path), n, fmt.Sprintf("should be less than or equal to %v", math.MaxInt32)))
+		}
+	}
+	if spec {
+		replicas(scale.SpecReplicasPath)
+	}
+	replicas(scale.StatusReplicasPath)
+	if scale.LabelSelectorPath != nil {
+		sel, _, err := unstructured.NestedString(obj, strings.Split(strings.TrimPrefix(*scale.LabelSelectorPath, "."), ".")...)
+		if err != nil {
+			errs = append(errs, field.Invalid(field.NewPath(*scale.LabelSelectorPath), sel, err.Error()))
+		}
+	}
+	return errs
 }

@@ -141,12 +141,20 @@ func (c *call) createObject(obj *Object, dry bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dry {
-		return data, nil
-	}
 	for attempt := 1; ; attempt++ {
 		key := c.res.Key(obj.Meta.Namespace, obj.Meta.Name)
-		rev, err := c.h.Store.Create(c.ctx, key, data)
+		var rev int64
+		if dry {
+			// A dry run stores nothing but answers as the write would:
+			// an existing name is a conflict.
+			if _, _, err = c.h.Store.Get(c.ctx, key, 0); err == nil {
+				err = store.ErrExists
+			} else if errors.Is(err, store.ErrNotFound) {
+				return data, nil
+			}
+		} else {
+			rev, err = c.h.Store.Create(c.ctx, key, data)
+		}
 		if errors.Is(err, store.ErrExists) && generate && attempt < generateNameAttempts {
 			obj.Meta.Name = generateName(obj.Meta.GenerateName)
 			if data, err = c.toStorage(obj); err != nil {

@@ -137,6 +137,11 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 				next.Meta.DeletionGracePeriodSeconds = &zero
 			}
 		}
+		// Starting deletion is a change of the object: Kubernetes counts it
+		// in the generation.
+		if keep && cur.Meta.DeletionTimestamp == nil && next.Meta.DeletionTimestamp != nil && next.Meta.Generation > 0 {
+			next.Meta.Generation++
+		}
 		if keep {
 			data, err := c.toStorage(next)
 			if err != nil {

@@ -12,9 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Scale is a version's scale subresource: where replicas and the label
@@ -57,7 +56,7 @@ func (s *Scale) toScale(obj map[string]any) (*autoscalingv1.Scale, bool, error) 
 
 // respondScale sends the Scale of a stored object.
 func (c *call) respondScale(code int, raw []byte) {
-	t, err := request.Negotiate(c.r, request.Offer{})
+	t, err := request.Negotiate(c.r, scaleOffer)
 	if err != nil {
 		c.fail(err)
 		return
@@ -81,7 +80,64 @@ func (c *call) respondScale(code int, raw []byte) {
 		c.fail(apierrors.NewInternalError(fmt.Errorf("the spec replicas field %q does not exist", c.ver.Scale.SpecReplicasPath)))
 		return
 	}
-	request.WriteObject(c.w, c.r, code, t, scale)
+	switch t.As {
+	case request.AsTable:
+		tbl, err := c.scaleTable(t, scale)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		request.WriteObject(c.w, c.r, code, t, tbl)
+	case request.AsPartialObjectMetadata:
+		request.WriteObject(c.w, c.r, code, t, &metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: t.Group + "/" + t.Version},
+			ObjectMeta: scale.ObjectMeta,
+		})
+	default:
+		request.WriteObject(c.w, c.r, code, t, scale)
+	}
+}
+
+// scaleOffer is what a Scale can be turned into.
+var scaleOffer = request.Offer{Transforms: map[request.As][]string{
+	request.AsTable:                 {"meta.k8s.io/v1", "meta.k8s.io/v1beta1"},
+	request.AsPartialObjectMetadata: {"meta.k8s.io/v1", "meta.k8s.io/v1beta1"},
+}}
+
+// scaleTable is the Table of a Scale, with Kubernetes' columns for it:
+// Name, Desired (and Available with a status replicas path), Age.
+func (c *call) scaleTable(t request.Target, scale *autoscalingv1.Scale) (*metav1.Table, error) {
+	include, err := c.includeObject()
+	if err != nil {
+		return nil, err
+	}
+	md := metav1.ObjectMeta{}.SwaggerDoc()
+	tbl := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: t.Group + "/" + t.Version}}
+	tbl.ResourceVersion = scale.ResourceVersion
+	tbl.ColumnDefinitions = []metav1.TableColumnDefinition{{Name: "Name", Type: "string", Format: "name", Description: md["name"]}}
+	cells := []any{scale.Name}
+	if c.ver.Scale.SpecReplicasPath != "" {
+		tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Desired", Type: "integer", Description: "Number of desired replicas"})
+		cells = append(cells, int64(scale.Spec.Replicas))
+	}
+	if c.ver.Scale.StatusReplicasPath != "" {
+		tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Available", Type: "integer", Description: "Number of actual replicas"})
+		cells = append(cells, int64(scale.Status.Replicas))
+	}
+	tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Age", Type: "date", Description: md["creationTimestamp"]})
+	cells = append(cells, Age(scale.CreationTimestamp))
+	row := metav1.TableRow{Cells: cells}
+	switch include {
+	case metav1.IncludeObject:
+		row.Object = runtime.RawExtension{Raw: mustJSON(scale)}
+	case metav1.IncludeMetadata:
+		row.Object = runtime.RawExtension{Raw: mustJSON(&metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: t.Group + "/" + t.Version},
+			ObjectMeta: scale.ObjectMeta,
+		})}
+	}
+	tbl.Rows = []metav1.TableRow{row}
+	return tbl, nil
 }
 
 // getScale answers GET of the scale subresource.
@@ -142,13 +198,10 @@ func (c *call) updateScale(patch bool) {
 		if s.Kind != "" && s.Kind != "Scale" {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("wrong object passed to Scale update: kind %s", s.Kind))
 		}
-		if s.Spec.Replicas < 0 {
-			return nil, apierrors.NewInvalid(schema.GroupKind{Group: "autoscaling", Kind: "Scale"}, c.info.Name,
-				field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), s.Spec.Replicas, "must be greater than or equal to 0")})
-		}
 		return s, nil
 	}
 	raw, err := c.guaranteedUpdate(c.info.Name, "", dry, func(cur *Object) (*Object, error) {
+		live := cur.DeepCopy()
 		m := cur.ToUnstructured()
 		old, _, err := c.ver.Scale.toScale(m)
 		if err != nil {
@@ -168,7 +221,9 @@ func (c *call) updateScale(patch bool) {
 		if s.ResourceVersion != "" {
 			next.Meta.ResourceVersion = s.ResourceVersion
 		}
-		return next, nil
+		// The writer owns the replicas, as a manager of the scale
+		// subresource.
+		return c.track(live, next, "scale"), nil
 	})
 	if err != nil {
 		c.fail(err)
