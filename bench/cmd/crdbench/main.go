@@ -22,7 +22,8 @@
 //	crdbench freeport -n 4
 //	    prints n free loopback TCP ports.
 //	crdbench report   -dir DIR -out RESULTS.md
-//	    turns the JSON files of one run (see run.sh) into a Markdown table.
+//	    turns the JSON files of one run (see run.sh), and the go test -bench
+//	    output in gobench.txt, into a Markdown report.
 //
 // bench/run.sh drives all of these against crdserver and the reference
 // server; see bench/README.md.

@@ -286,6 +286,8 @@ func runReport(args []string) error {
 
 	// Webhook conversion (convert-*.json), if measured.
 	convTargets, convFails := convertReport(*dir, p)
+	// In-process benchmarks (gobench.txt), if run.
+	goTargets, goFails := goBenchReport(*dir, p)
 
 	// Targets.
 	p("## Targets\n\n| target | measured | met? |\n|---|---|---|\n")
@@ -305,7 +307,7 @@ func runReport(args []string) error {
 	} else {
 		p("| create throughput at least the reference's | crdserver: %s; reference: %s | **no** (not measurable) |\n", cc, rc)
 	}
-	for _, t := range convTargets {
+	for _, t := range append(convTargets, goTargets...) {
 		p("%s", t)
 	}
 	p("\n")
@@ -340,6 +342,7 @@ func runReport(args []string) error {
 		}
 	}
 	fails = append(fails, convFails...)
+	fails = append(fails, goFails...)
 	if len(fails) > 0 {
 		p("## Failures\n\n%s\n", strings.Join(fails, ""))
 	}
