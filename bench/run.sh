@@ -13,6 +13,9 @@
 #   4b. webhook conversion on crdserver (fresh data dir; issue 3): crdbench convert serves the
 #      example CronTab webhook itself, creates a Webhook CRD and a None CRD, CONV_N objects in
 #      v1beta1 in each, and times CONV_LISTS GETs of each collection in v1 and v1beta1;
+#   4c. in-process benchmarks (GOBENCH=0 skips them): from the repo root,
+#      go test -run '^$' -bench . -benchmem -count GOBENCH_COUNT -benchtime GOBENCH_TIME ./integration ./internal/schema
+#      with its output (server log lines removed) in bench/results/gobench.txt;
 #   5. load on the shared reference (./start-reference.sh; stopped again only if this script
 #      started it; the CRD is deleted again only if this script created it), then the same
 #      webhook conversion run on it (its two CRDs are deleted again afterwards);
@@ -20,7 +23,8 @@
 #
 # Environment: N (1000), LIST_N (10000), LISTS (5), CONC (8), STARTS (5), REF_STARTS (3),
 # IDLE (5s), REF (/work/shared/reference), CONVERT (1; 0 skips the webhook conversion phases),
-# REF_CONVERT (1; 0 skips only the reference's), CONV_N (10000), CONV_LISTS (7).
+# REF_CONVERT (1; 0 skips only the reference's), CONV_N (10000), CONV_LISTS (7),
+# GOBENCH (1; 0 skips the in-process go test -bench phase), GOBENCH_COUNT (5), GOBENCH_TIME (1s).
 set -uo pipefail
 set +m
 
@@ -38,6 +42,9 @@ CONVERT="${CONVERT:-1}"
 REF_CONVERT="${REF_CONVERT:-1}"
 CONV_N="${CONV_N:-10000}"
 CONV_LISTS="${CONV_LISTS:-7}"
+GOBENCH="${GOBENCH:-1}"
+GOBENCH_COUNT="${GOBENCH_COUNT:-5}"
+GOBENCH_TIME="${GOBENCH_TIME:-1s}"
 CONV_CRDS=(crontabs.example.com crontabs.none.example.com)
 CRD_FILE="$REF/examples/widget-crd.yaml"
 CRD_NAME=widgets.peer.example.com
@@ -58,6 +65,26 @@ run() { logcmd "$@"; "$@"; }
 run_bg() { SUFFIX=" &" logcmd "$@"; "$@" & }
 note() { echo "$*" >>"$OUT/notes.md"; }
 extra() { echo "$*" >>"$OUT/failures-extra.md"; }
+# drop_logs: copy go test output, leaving out the server's log lines (slog's text
+# format "time=...", or its default "2006/01/02 15:04:05 LEVEL ..."). go test
+# prints a benchmark's name before running it, so a log line written during a
+# run comes right after the name: the name is kept and joined to its result on
+# a later line. The number of lines left out goes to stderr.
+drop_logs() {
+  awk '
+    function islog(s) {
+      return s ~ /^time=/ || s ~ /^[0-9][0-9][0-9][0-9]\/[0-9][0-9]\/[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](\.[0-9]+)? (DEBUG|INFO|WARN|ERROR)/
+    }
+    {
+      line = pending $0; pending = ""
+      if (islog(line)) { dropped++; next }
+      if (match(line, /^Benchmark[^ \t]*[ \t]+/) && islog(substr(line, RLENGTH + 1))) {
+        pending = substr(line, 1, RLENGTH); dropped++; next
+      }
+      print line
+    }
+    END { if (pending != "") print pending; print dropped + 0 > "/dev/stderr" }'
+}
 
 # Processes this script started, stopped on exit by PID only.
 OUR_PIDS=()
@@ -133,6 +160,7 @@ echo "# WORK=$WORK: a temporary folder, removed at the end" >"$OUT/commands.txt"
   echo "load avg:  $(cut -d' ' -f1-3 /proc/loadavg) at the start (1/5/15 min; the machine is shared)"
   echo "params:    N=$N LIST_N=$LIST_N LISTS=$LISTS CONC=$CONC STARTS=$STARTS REF_STARTS=$REF_STARTS IDLE=$IDLE"
   echo "           CONVERT=$CONVERT REF_CONVERT=$REF_CONVERT CONV_N=$CONV_N CONV_LISTS=$CONV_LISTS"
+  echo "           GOBENCH=$GOBENCH GOBENCH_COUNT=$GOBENCH_COUNT GOBENCH_TIME=$GOBENCH_TIME"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 
@@ -149,7 +177,7 @@ echo "# crdserver start-up and idle RSS: $STARTS starts, each on a fresh data di
 for i in $(seq 1 "$STARTS"); do
   port=$("$CB" freeport)
   data="$WORK/crdserver-start-$i"
-  run "$CB" start -name crdserver -readyz "http://127.0.0.1:$port/readyz" -idle "$IDLE" \
+  run "$CB" start -name crdserver -readyz "https://127.0.0.1:$port/readyz" -insecure -idle "$IDLE" \
     -log "$OUT/crdserver-start-$i.log" -json "$OUT/start-crdserver-$i.json" -- \
     "$WORK/crdserver" --data-dir "$data" --bind-address 127.0.0.1 --port "$port" || log "crdserver start $i failed"
   rm -rf -- "$data"
@@ -216,18 +244,18 @@ done
 echo "# load on crdserver (fresh data dir)" >>"$OUT/commands.txt"
 port=$("$CB" freeport)
 CS_DATA="$WORK/crdserver-load"
-CS_URL="http://127.0.0.1:$port"
+CS_URL="https://127.0.0.1:$port"
 run_bg "$WORK/crdserver" --data-dir "$CS_DATA" --bind-address 127.0.0.1 --port "$port" </dev/null >"$OUT/crdserver-load.log" 2>&1
 CS_PID=$!
 OUR_PIDS+=("$CS_PID")
-if wait_ok "$CS_URL/readyz" 60; then
+if wait_ok "$CS_URL/readyz" 60 -k; then
   for _ in $(seq 1 100); do [[ -s "$CS_DATA/admin.kubeconfig" ]] && break; sleep 0.05; done
   if ! run "$REF/bin/kubectl" --kubeconfig "$CS_DATA/admin.kubeconfig" --cache-dir "$WORK/kubectl-cache-crdserver" \
       create --validate=false -f "$CRD_FILE" >"$WORK/crd-crdserver.out" 2>&1; then
     extra "- crdserver: \`kubectl create --validate=false -f widget-crd.yaml\` failed: $(tr '\n' ' ' <"$WORK/crd-crdserver.out")"
   fi
   cat "$WORK/crd-crdserver.out" >&2
-  run "$CB" load -server "$CS_URL" -crd "$CRD_NAME" -n "$N" -list-n "$LIST_N" -lists "$LISTS" -concurrency "$CONC" \
+  run "$CB" load -server "$CS_URL" -cacert "$CS_DATA/pki/ca.crt" -cert "$CS_DATA/pki/admin.crt" -key "$CS_DATA/pki/admin.key" -crd "$CRD_NAME" -n "$N" -list-n "$LIST_N" -lists "$LISTS" -concurrency "$CONC" \
     -rss-pid "crdserver=$CS_PID" -json "$OUT/load-crdserver.json" || log "crdserver load had failures"
   # What the server said while the CRD was not Established, if anything.
   if grep -q "level=WARN\|level=ERROR" "$OUT/crdserver-load.log"; then
@@ -254,12 +282,12 @@ if [[ $CONVERT != 0 ]]; then
   echo "# webhook conversion on crdserver (fresh data dir; the webhook is served by crdbench itself)" >>"$OUT/commands.txt"
   port=$("$CB" freeport)
   CS_DATA="$WORK/crdserver-convert"
-  CS_URL="http://127.0.0.1:$port"
+  CS_URL="https://127.0.0.1:$port"
   run_bg "$WORK/crdserver" --data-dir "$CS_DATA" --bind-address 127.0.0.1 --port "$port" </dev/null >"$OUT/crdserver-convert.log" 2>&1
   CS_PID=$!
   OUR_PIDS+=("$CS_PID")
-  if wait_ok "$CS_URL/readyz" 60; then
-    run "$CB" convert -server "$CS_URL" -n "$CONV_N" -lists "$CONV_LISTS" -concurrency "$CONC" \
+  if wait_ok "$CS_URL/readyz" 60 -k; then
+    run "$CB" convert -server "$CS_URL" -cacert "$CS_DATA/pki/ca.crt" -cert "$CS_DATA/pki/admin.crt" -key "$CS_DATA/pki/admin.key" -n "$CONV_N" -lists "$CONV_LISTS" -concurrency "$CONC" \
       -rss-pid "crdserver=$CS_PID" -json "$OUT/convert-crdserver.json" || log "crdserver webhook conversion had failures"
     if grep -q "level=WARN\|level=ERROR" "$OUT/crdserver-convert.log"; then
       extra "- crdserver log during the webhook conversion run (first warnings/errors; full log in \`bench/results/crdserver-convert.log\`):"
@@ -278,6 +306,34 @@ if [[ $CONVERT != 0 ]]; then
   if [[ $(stat -c %s "$OUT/crdserver-convert.log") -gt 200000 ]]; then
     { head -n 200 "$OUT/crdserver-convert.log"; echo "[... cut by run.sh ...]"; tail -n 200 "$OUT/crdserver-convert.log"; } >"$WORK/l" && mv "$WORK/l" "$OUT/crdserver-convert.log"
   fi
+fi
+
+# 4c. In-process benchmarks (go test -bench), with none of our servers running.
+if [[ $GOBENCH != 0 ]]; then
+  echo "# in-process benchmarks (go test -bench, from $ROOT); its output without server log lines goes to gobench.txt" >>"$OUT/commands.txt"
+  log "go test -bench (about a minute)"
+  SUFFIX=" 2>&1 | drop_logs >$OUT/gobench.txt" logcmd go test -run '^$' -bench . -benchmem -count "$GOBENCH_COUNT" -benchtime "$GOBENCH_TIME" ./integration ./internal/schema
+  go test -run '^$' -bench . -benchmem -count "$GOBENCH_COUNT" -benchtime "$GOBENCH_TIME" ./integration ./internal/schema 2>&1 \
+    | drop_logs >"$OUT/gobench.txt" 2>"$WORK/gobench-dropped"
+  rc=${PIPESTATUS[0]}
+  dropped=$(cat "$WORK/gobench-dropped" 2>/dev/null)
+  grep '^Benchmark' "$OUT/gobench.txt" >&2
+  if [[ $rc != 0 ]]; then
+    log "go test -bench failed (exit $rc)"
+    extra "- in-process benchmarks: \`go test -bench\` exited with $rc; its output is in \`bench/results/gobench.txt\`"
+  fi
+  GOBENCH_TMP="${TMPDIR:-/tmp}"
+  # Written to notes.md after the other notes (step 6).
+  cat >"$WORK/notes-gobench.md" <<EOF
+- **In-process benchmarks** are \`go test -run '^\$' -bench . -benchmem -count $GOBENCH_COUNT -benchtime $GOBENCH_TIME ./integration ./internal/schema\`,
+  run from the repo root while none of this script's servers runs (the shared reference may be running, idle). The
+  integration benchmarks start a server in-process (embedded etcd, data in the benchmark's \`b.TempDir()\` under
+  \`$GOBENCH_TMP\`, $(findmnt -no FSTYPE,SOURCE -T "$GOBENCH_TMP" 2>/dev/null | tr -s ' ' | sed 's/ / on /'); its setup is not timed) and send requests straight to its
+  handler with no network; so the ns/op of the two writes includes etcd's commit (a WAL fsync) on that disk. The
+  \`internal/schema\` ones run the schema pipeline alone. Each benchmark runs $GOBENCH_COUNT times; the report gives the
+  median ns/op with the fastest and slowest run, and the median B/op and allocs/op. ${dropped:-0} server log lines were
+  left out of \`gobench.txt\`.
+EOF
 fi
 
 # 5. Load on the shared reference.
@@ -350,10 +406,9 @@ cat >>"$OUT/notes.md" <<EOF
   $LIST_N more created with $CONC workers (setup), then $LISTS plain GETs of the whole collection
   (no limit, no selector, \`Accept: application/json\`; timing includes reading the whole body;
   median reported). Percentiles are nearest-rank.
-- **Protocols differ**: crdserver serves plain HTTP for now, so it is measured over HTTP/1.1
-  keep-alive without TLS; the reference is measured over HTTPS + HTTP/2 with the admin client
-  certificate (as kubectl/client-go talk to it). TLS costs the reference some CPU per request, so
-  the comparison somewhat favours crdserver until it serves TLS.
+- **Same protocol**: both servers are measured over HTTPS + HTTP/2 with their admin client
+  certificate (as kubectl/client-go talk to them); crdserver's are the ones it makes in its data
+  dir on first start.
 - The reference waits 2 s after Established before the creates (its create handler sleeps 2 s in
   a create that comes less than 2 s after the Established transition). crdserver gets no pause.
 - The CRD is \`$CRD_FILE\` ($CRD_NAME), created on both with
@@ -388,5 +443,6 @@ if [[ $CONVERT != 0 ]]; then
   ConversionReview (its default), so a list of 10,000 objects needs at least 10 calls.
 EOF
 fi
+[[ -s $WORK/notes-gobench.md ]] && cat "$WORK/notes-gobench.md" >>"$OUT/notes.md"
 run "$CB" report -dir "$OUT" -out "$HERE/RESULTS.md"
 log "wrote $HERE/RESULTS.md"

@@ -143,7 +143,7 @@ func startServer(t *testing.T) *server {
 	return s
 }
 
-var servingURL = regexp.MustCompile(`msg="crdserver is serving".* url=(http://\S+)`)
+var servingURL = regexp.MustCompile(`msg="crdserver is serving".* url=(https?://\S+)`)
 
 // start runs crdserver on a random loopback port on s.dataDir, and returns
 // once /readyz answers ok.
@@ -201,7 +201,13 @@ func (s *server) start(t *testing.T) {
 // waitReady polls /readyz until it answers 200 "ok".
 func (s *server) waitReady(t *testing.T, deadline <-chan time.Time) {
 	t.Helper()
-	client := &http.Client{Timeout: 10 * time.Second}
+	// The admin kubeconfig is written before the server says it serves.
+	client, err := rest.HTTPClientFor(s.restConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.Timeout = 10 * time.Second
+	defer client.CloseIdleConnections()
 	var last string
 	for {
 		resp, err := client.Get(s.url + "/readyz")

@@ -147,7 +147,7 @@ func TestGzip(t *testing.T) {
 	get := func(path string) *http.Response {
 		req, _ := http.NewRequest("GET", e.srv.URL()+path, nil)
 		req.Header.Set("Accept-Encoding", "gzip")
-		resp, err := http.DefaultTransport.RoundTrip(req)
+		resp, err := e.rt.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}

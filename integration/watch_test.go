@@ -132,7 +132,7 @@ func TestWatchSelectors(t *testing.T) {
 func (e *env) rawWatch(path string) (*http.Response, *bufio.Scanner) {
 	e.t.Helper()
 	req, _ := http.NewRequestWithContext(e.ctx, "GET", e.srv.URL()+path, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Transport: e.rt}).Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crdserver/crdserver/internal/audit"
+	"github.com/crdserver/crdserver/internal/auth"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/discovery"
 	"github.com/crdserver/crdserver/internal/filters"
@@ -90,6 +91,30 @@ type Config struct {
 	AuditLogPath string
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
+
+	// Insecure serves plain HTTP and trusts every request with everything,
+	// as kube-apiserver's old insecure port did. Only for a loopback
+	// BindAddress.
+	Insecure bool
+	// TLSCertFile and TLSKeyFile are the operator's serving certificate;
+	// without them crdserver makes its own (in DataDir/pki) on first start,
+	// for 127.0.0.1, ::1, localhost, the host name, AdvertiseAddress and
+	// TLSSANs.
+	TLSCertFile, TLSKeyFile string
+	// TLSSANs are more names or addresses for the serving certificate.
+	TLSSANs []string
+	// AdvertiseAddress is the address clients reach the server on.
+	AdvertiseAddress string
+	// ClientCAFile holds more CAs whose client certificates authenticate
+	// users (CN the user name, O the groups); crdserver's own CA, which
+	// signs the admin certificate, always does.
+	ClientCAFile string
+	// TokenAuthFile is a Kubernetes static token file (CSV: token, user,
+	// uid, "group1,group2").
+	TokenAuthFile string
+	// DisableAnonymous refuses requests without credentials (401) instead
+	// of serving them as system:anonymous.
+	DisableAnonymous bool
 }
 
 // Server is a running crdserver.
@@ -101,6 +126,8 @@ type Server struct {
 	store    *store.Store
 	registry *registry.Registry
 	handler  http.Handler
+	authn    *auth.Authenticator
+	tls      *tlsSetup
 	http     *http.Server
 	listener net.Listener
 	url      string
@@ -168,13 +195,30 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.audit = l
 	}
 	s.registry = registry.New(s.store, registry.Options{Cache: cfg.Cache, Conversion: cfg.Conversion}, log)
+	authnOpts := auth.Options{Insecure: cfg.Insecure, TokenFile: cfg.TokenAuthFile, Anonymous: !cfg.DisableAnonymous}
+	if cfg.Insecure {
+		if !isLoopback(cfg.BindAddress) {
+			return nil, fmt.Errorf("plain HTTP is only served on a loopback address, not %s", cfg.BindAddress)
+		}
+	} else {
+		t, err := setupTLS(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.tls = t
+		authnOpts.ClientCAs = t.clientCAs
+	}
+	authn, err := auth.NewAuthenticator(authnOpts)
+	if err != nil {
+		return nil, err
+	}
+	s.authn = authn
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return nil, err
 	}
 	s.listener = ln
-	s.url = "http://" + ln.Addr().String()
 	s.handler = s.buildHandler()
 	s.http = &http.Server{
 		Handler:           s.handler,
@@ -183,7 +227,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
-	go func() { s.serveErr <- s.http.Serve(ln) }()
+	if s.tls != nil {
+		s.url = "https://" + ln.Addr().String()
+		s.http.TLSConfig = s.tls.serverConfig()
+		go func() { s.serveErr <- s.http.ServeTLS(ln, "", "") }()
+	} else {
+		s.url = "http://" + ln.Addr().String()
+		go func() { s.serveErr <- s.http.Serve(ln) }()
+	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -209,9 +260,32 @@ func (s *Server) URL() string { return s.url }
 // Handler is the server's whole HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// RESTConfig returns a client-go config for the server with full access.
+// RESTConfig returns a client-go config for the server with full access
+// (the admin client certificate, in group system:masters).
 func (s *Server) RESTConfig() *rest.Config {
-	return &rest.Config{Host: s.url, QPS: -1}
+	c := &rest.Config{Host: s.url, QPS: -1}
+	if s.tls != nil {
+		c.TLSClientConfig = rest.TLSClientConfig{CAData: s.tls.caPEM, CertData: s.tls.pki.AdminCert, KeyData: s.tls.pki.AdminKey}
+	}
+	return c
+}
+
+// CACert returns the PEM certificates clients trust the server with (nil
+// for plain HTTP).
+func (s *Server) CACert() []byte {
+	if s.tls == nil {
+		return nil
+	}
+	return s.tls.caPEM
+}
+
+// ClientCert makes a client certificate for a user and groups, signed by
+// the server's CA: a way to give someone access (plain HTTP: an error).
+func (s *Server) ClientCert(user string, groups ...string) (certPEM, keyPEM []byte, err error) {
+	if s.tls == nil {
+		return nil, nil, errors.New("the server serves plain HTTP")
+	}
+	return s.tls.pki.ClientCert(user, groups, time.Now())
 }
 
 // KubeconfigPath is where the admin kubeconfig is written.
@@ -228,6 +302,11 @@ func (s *Server) Kubeconfig() ([]byte, error) {
 	c := clientcmdapi.NewConfig()
 	c.Clusters["crdserver"] = &clientcmdapi.Cluster{Server: s.url}
 	c.AuthInfos["admin"] = &clientcmdapi.AuthInfo{}
+	if s.tls != nil {
+		c.Clusters["crdserver"].CertificateAuthorityData = s.tls.caPEM
+		c.AuthInfos["admin"].ClientCertificateData = s.tls.pki.AdminCert
+		c.AuthInfos["admin"].ClientKeyData = s.tls.pki.AdminKey
+	}
 	c.Contexts["crdserver"] = &clientcmdapi.Context{Cluster: "crdserver", AuthInfo: "admin", Namespace: "default"}
 	c.CurrentContext = "crdserver"
 	return clientcmd.Write(*c)
@@ -393,11 +472,14 @@ func (s *Server) buildHandler() http.Handler {
 			request.WriteError(w, r, request.NotFound())
 		}
 	})
+	authz := auth.Chain{auth.Privileged{}, auth.PublicInfo{}}
 	var h http.Handler = router
 	h = filters.WithCompression(h)
-	// Authentication and authorization go here.
-	h = metrics.WithMetrics(h)
+	h = auth.WithAuthorization(h, authz)
+	h = auth.WithImpersonation(h, authz)
 	h = audit.WithAudit(h, s.audit)
+	h = auth.WithAuthentication(h, s.authn)
+	h = metrics.WithMetrics(h)
 	h = filters.WithRequestInfo(h)
 	h = filters.WithRecovery(h, s.log)
 	return h

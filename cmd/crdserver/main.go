@@ -53,7 +53,16 @@ func run(args []string) error {
 		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
 		services     = serviceAddresses{}
 		auditLog     = fs.String("audit-log-path", "", "append an audit.k8s.io/v1 Event per request to this file (JSON lines)")
+		insecure     = fs.Bool("insecure-http", false, "serve plain HTTP, trusting every request with everything (loopback bind address only)")
+		tlsCert      = fs.String("tls-cert-file", "", "serving certificate (PEM, with its chain); default: one crdserver makes in <data-dir>/pki")
+		tlsKey       = fs.String("tls-private-key-file", "", "key of --tls-cert-file")
+		clientCA     = fs.String("client-ca-file", "", "more CAs whose client certificates authenticate users (CN user, O groups)")
+		tokenFile    = fs.String("token-auth-file", "", "static bearer tokens, Kubernetes' CSV format: token,user,uid,\"group1,group2\"")
+		anonymous    = fs.Bool("anonymous-auth", true, "serve requests without credentials as system:anonymous (false: 401)")
+		advertise    = fs.String("advertise-address", "", "address clients reach the server on (added to the serving certificate)")
+		tlsSANs      = listFlag{}
 	)
+	fs.Var(&tlsSANs, "tls-san", "another name or address for the serving certificate (repeatable, or comma-separated)")
 	fs.Var(services, "webhook-service-address", "where a conversion webhook service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,6 +87,14 @@ func run(args []string) error {
 		Conversion:         server.ConversionOptions{ServiceAddresses: services},
 		AuditLogPath:       *auditLog,
 		Logger:             log,
+		Insecure:           *insecure,
+		TLSCertFile:        *tlsCert,
+		TLSKeyFile:         *tlsKey,
+		ClientCAFile:       *clientCA,
+		TokenAuthFile:      *tokenFile,
+		DisableAnonymous:   !*anonymous,
+		AdvertiseAddress:   *advertise,
+		TLSSANs:            tlsSANs,
 	}
 	if *compaction == 0 {
 		cfg.CompactionInterval = -1
@@ -104,6 +121,20 @@ func run(args []string) error {
 		return err
 	}
 	log.Info("stopped")
+	return nil
+}
+
+// listFlag is a repeatable flag whose values may also be comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ package audit
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/crdserver/crdserver/internal/auth"
 	"net"
 	"net/http"
 	"os"
@@ -109,10 +110,12 @@ func WithAudit(next http.Handler, l *Log) http.Handler {
 			Stage:                    auditv1.StageResponseComplete,
 			RequestURI:               r.URL.RequestURI(),
 			Verb:                     info.Verb,
-			User:                     authnv1.UserInfo{Username: "system:anonymous", Groups: []string{"system:unauthenticated"}},
 			UserAgent:                r.UserAgent(),
 			RequestReceivedTimestamp: received,
 			StageTimestamp:           metav1.NewMicroTime(time.Now()),
+		}
+		if u, ok := auth.UserFrom(r.Context()); ok {
+			ev.User = authnv1.UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
 		}
 		if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 			ev.SourceIPs = []string{host}
