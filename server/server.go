@@ -343,6 +343,9 @@ func (s *Server) readyErr() error {
 	if !s.registry.Synced() {
 		return errors.New("CRDs not loaded")
 	}
+	if !s.registry.RBACReady() {
+		return errors.New("default RBAC roles not in place yet")
+	}
 	return nil
 }
 
@@ -420,6 +423,12 @@ func (s *Server) buildHandler() http.Handler {
 			return errors.New("controllers not started")
 		}
 	}}
+	rbacBootstrap := health.Check{Name: "poststarthook/rbac/bootstrap-roles", Check: func(*http.Request) error {
+		if !s.registry.RBACReady() {
+			return errors.New("default RBAC roles not in place yet")
+		}
+		return nil
+	}}
 	shutdown := health.Check{Name: "shutdown", Check: func(*http.Request) error {
 		select {
 		case <-s.stopping:
@@ -429,8 +438,8 @@ func (s *Server) buildHandler() http.Handler {
 		}
 	}}
 	livez := &health.Endpoint{Name: "livez", Checks: []health.Check{health.Ping, logCheck, etcdCheck}, Log: s.log}
-	readyz := &health.Endpoint{Name: "readyz", Checks: []health.Check{health.Ping, logCheck, etcdCheck, synced, controllers, shutdown}, Log: s.log}
-	healthz := &health.Endpoint{Name: "healthz", Checks: []health.Check{health.Ping, logCheck, etcdCheck, synced, controllers}, Log: s.log}
+	readyz := &health.Endpoint{Name: "readyz", Checks: []health.Check{health.Ping, logCheck, etcdCheck, synced, controllers, rbacBootstrap, shutdown}, Log: s.log}
+	healthz := &health.Endpoint{Name: "healthz", Checks: []health.Check{health.Ping, logCheck, etcdCheck, synced, controllers, rbacBootstrap}, Log: s.log}
 
 	router := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := request.InfoFrom(r.Context())
@@ -472,7 +481,7 @@ func (s *Server) buildHandler() http.Handler {
 			request.WriteError(w, r, request.NotFound())
 		}
 	})
-	authz := auth.Chain{auth.Privileged{}, auth.PublicInfo{}}
+	authz := auth.Chain{auth.Privileged{}, s.registry.RBAC()}
 	var h http.Handler = router
 	h = filters.WithCompression(h)
 	h = auth.WithAuthorization(h, authz)

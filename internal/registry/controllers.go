@@ -53,6 +53,7 @@ func (r *Registry) Start(ctx context.Context, cfg *rest.Config) error {
 	go r.followMigrations(r.ctx)
 	go r.crdWorker(r.ctx)
 	go newCollector(r).run(r.ctx)
+	go r.runRBAC(r.ctx)
 	return nil
 }
 
@@ -569,7 +570,7 @@ func (r *Registry) cleanupNamespace(ctx context.Context, name string) {
 		}
 		var failed error
 		for _, res := range r.Index().Resources {
-			if !res.Namespaced || len(res.Versions) == 0 {
+			if !res.Namespaced || len(res.Versions) == 0 || res.Cache == nil {
 				continue
 			}
 			gvr := schema.GroupVersionResource{Group: res.Group, Version: res.Versions[0].Name, Resource: res.Plural}

@@ -72,6 +72,9 @@ func (g *collector) sync(ctx context.Context, ix *Index) {
 	seen := map[*store.Cache]bool{}
 	for _, res := range ix.Resources {
 		c := res.Cache
+		if c == nil {
+			continue
+		}
 		seen[c] = true
 		if _, ok := g.following[c]; ok {
 			continue
@@ -147,7 +150,7 @@ func (g *collector) observe(it *store.Item, deleted bool) {
 func (g *collector) resourceForKey(key string) *resource.Resource {
 	var best *resource.Resource
 	for _, res := range g.r.Index().Resources {
-		if len(key) > len(res.KeyPrefix) && key[:len(res.KeyPrefix)] == res.KeyPrefix && (best == nil || len(res.KeyPrefix) > len(best.KeyPrefix)) {
+		if res.KeyPrefix != "" && len(key) > len(res.KeyPrefix) && key[:len(res.KeyPrefix)] == res.KeyPrefix && (best == nil || len(res.KeyPrefix) > len(best.KeyPrefix)) {
 			best = res
 		}
 	}
@@ -160,7 +163,7 @@ func (g *collector) resourceForOwner(o store.Owner) *resource.Resource {
 		return nil
 	}
 	for _, res := range g.r.Index().Resources {
-		if res.Group == gv.Group && res.Kind == o.Kind {
+		if res.Group == gv.Group && res.Kind == o.Kind && res.Cache != nil {
 			return res
 		}
 	}

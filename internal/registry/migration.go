@@ -229,7 +229,7 @@ func (r *Registry) rewriteAll(ctx context.Context, gr schema.GroupResource, prog
 	var res *resource.Resource
 	var crdName string
 	for _, x := range r.Index().Resources {
-		if x.Group == gr.Group && x.Plural == gr.Resource {
+		if x.Group == gr.Group && x.Plural == gr.Resource && x.Cache != nil {
 			res = x
 		}
 	}

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"github.com/crdserver/crdserver/internal/rbac"
 	"log/slog"
 	"sort"
 	"sync"
@@ -66,6 +67,11 @@ type Registry struct {
 	crds       *resource.Resource
 	namespaces *resource.Resource
 	migrations *resource.Resource
+	// rbac holds the roles and bindings authorization decides with;
+	// rbacResources serve them.
+	rbac          *rbac.Store
+	rbacResources map[string]*resource.Resource // by kind
+	rbacReady     atomic.Bool
 
 	crdClient apiextensionsclient.Interface
 	dyn       dynamic.Interface
@@ -128,7 +134,17 @@ func New(s *store.Store, opts Options, log *slog.Logger) *Registry {
 	r.crds = crdResource(store.NewCache(s, crdPrefix, resource.DecodeItem, cacheOpts, log))
 	r.namespaces = namespaceResource(store.NewCache(s, namespacePrefix, resource.DecodeItem, cacheOpts, log))
 	r.migrations = migrationResource(store.NewCache(s, migrationPrefix, resource.DecodeItem, cacheOpts, log))
-	r.builtins = []*resource.Resource{r.namespaces, r.crds, r.migrations}
+	// Built-in groups in kube-apiserver's order: core, authentication,
+	// authorization, rbac, apiextensions, storagemigration.
+	r.rbac = rbac.NewStore()
+	r.builtins = append([]*resource.Resource{r.namespaces}, reviewResources(r.rbac)...)
+	r.rbacResources = map[string]*resource.Resource{}
+	for _, k := range rbacKinds {
+		res := rbacResource(k, store.NewCache(s, k.prefix, resource.DecodeItem, cacheOpts, log), r.rbac)
+		r.rbacResources[k.kind] = res
+		r.builtins = append(r.builtins, res)
+	}
+	r.builtins = append(r.builtins, r.crds, r.migrations)
 	r.publish()
 	return r
 }
@@ -248,7 +264,9 @@ func (r *Registry) Stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, b := range r.builtins {
-		b.Cache.Stop()
+		if b.Cache != nil {
+			b.Cache.Stop()
+		}
 	}
 	for _, c := range r.caches {
 		c.Stop()
@@ -258,12 +276,21 @@ func (r *Registry) Stop() {
 // WaitReady waits until the built-in caches have loaded.
 func (r *Registry) WaitReady(ctx context.Context) error {
 	for _, b := range r.builtins {
+		if b.Cache == nil {
+			continue
+		}
 		if err := b.Cache.WaitReady(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// RBAC returns the roles and bindings authorization decides with.
+func (r *Registry) RBAC() *rbac.Store { return r.rbac }
+
+// RBACReady reports whether the default roles and bindings are in place.
+func (r *Registry) RBACReady() bool { return r.rbacReady.Load() }
 
 // SortVersions orders versions by Kubernetes' version priority: GA before
 // beta before alpha, higher numbers first, then other names alphabetically.

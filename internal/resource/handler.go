@@ -67,6 +67,10 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 		request.AddWarning(w, ver.Warning)
 		info.Deprecated = true
 	}
+	if res.Custom != nil {
+		res.Custom(w, r, info, ver)
+		return
+	}
 	// Warnings that Kubernetes' libraries add to the context (CEL rules that
 	// ratchet, for one) become Warning headers.
 	ctx := warning.WithWarningRecorder(r.Context(), headerWarnings{w})

@@ -61,6 +61,9 @@ func (c *call) checkTypeMeta(av, k, name string) error {
 
 // nameFunc validates names: DNS subdomains, except namespaces (DNS labels).
 func (c *call) nameFunc() validation.ValidateNameFunc {
+	if c.res.ValidateName != nil {
+		return c.res.ValidateName
+	}
 	if c.res.Group == "" && c.res.Plural == "namespaces" {
 		return validation.ValidateNamespaceName
 	}
@@ -89,6 +92,11 @@ func (c *call) prepareCreate(ctx context.Context, obj *Object) error {
 	errs = append(errs, c.res.Strategy.Validate(ctx, obj)...)
 	if len(errs) > 0 {
 		return c.invalid(obj.Kind(), m.Name, errs)
+	}
+	if a, ok := c.res.Strategy.(Admitter); ok {
+		if err := a.Admit(ctx, obj, nil); err != nil {
+			return err
+		}
 	}
 	if w, ok := c.res.Strategy.(Warner); ok {
 		for _, text := range w.WarningsOnCreate(ctx, obj) {
@@ -137,6 +145,11 @@ func (c *call) prepareUpdate(ctx context.Context, obj, old *Object, sub string) 
 	}
 	if len(errs) > 0 {
 		return c.invalid(obj.Kind(), m.Name, errs)
+	}
+	if a, ok := c.res.Strategy.(Admitter); ok {
+		if err := a.Admit(ctx, obj, old); err != nil {
+			return err
+		}
 	}
 	if w, ok := c.res.Strategy.(Warner); ok && sub == "" {
 		for _, text := range w.WarningsOnUpdate(ctx, obj, old) {

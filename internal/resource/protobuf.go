@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	svmv1 "k8s.io/api/storagemigration/v1"
 	svmv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -27,7 +30,8 @@ var (
 
 func newBuiltinScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme,
+		rbacv1.AddToScheme, authorizationv1.AddToScheme, authenticationv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -35,6 +39,9 @@ func newBuiltinScheme() *runtime.Scheme {
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return s
 }
+
+// ProtobufToJSON decodes a protobuf body of a built-in type into JSON.
+func ProtobufToJSON(body []byte, kind string) ([]byte, error) { return protobufToJSON(body, kind) }
 
 // protobufToJSON decodes a protobuf body of a built-in type into JSON.
 func protobufToJSON(body []byte, kind string) ([]byte, error) {

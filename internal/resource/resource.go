@@ -3,9 +3,11 @@ package resource
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -54,6 +56,13 @@ type Resource struct {
 	Terminating bool
 	// ShortNamesFor, Verbs: discovery.
 	Verbs []string
+	// ValidateName, when set, checks names instead of the DNS subdomain
+	// rule (RBAC names are path segments).
+	ValidateName func(name string, prefix bool) []string
+	// Custom, when set, serves every request of a resource that is not
+	// stored (the review resources of authorization.k8s.io); it has no
+	// Cache.
+	Custom func(w http.ResponseWriter, r *http.Request, info *request.Info, ver *Version)
 }
 
 // Version is one served version of a resource.
@@ -150,6 +159,12 @@ type FinalizeStrategy interface {
 // Warner lets a strategy warn about an accepted write (Kubernetes'
 // WarningsOnCreate and WarningsOnUpdate); the texts reach the client as
 // Warning headers.
+// Admitter lets a resource refuse a write for who makes it (RBAC's
+// escalation checks): Admit runs after validation, old is nil on create.
+type Admitter interface {
+	Admit(ctx context.Context, obj, old *Object) error
+}
+
 type Warner interface {
 	WarningsOnCreate(ctx context.Context, obj *Object) []string
 	WarningsOnUpdate(ctx context.Context, obj, old *Object) []string

@@ -1,0 +1,61 @@
+package rbac
+
+import (
+	"sort"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// AggregatedRules computes the rules of an aggregated ClusterRole: the
+// rules of every other ClusterRole its selectors match, in name order,
+// each once. ok is false when a selector is invalid.
+func AggregatedRules(role *rbacv1.ClusterRole, all []*rbacv1.ClusterRole) ([]rbacv1.PolicyRule, bool) {
+	if role.AggregationRule == nil {
+		return role.Rules, true
+	}
+	var selectors []labels.Selector
+	for i := range role.AggregationRule.ClusterRoleSelectors {
+		sel, err := metav1.LabelSelectorAsSelector(&role.AggregationRule.ClusterRoleSelectors[i])
+		if err != nil {
+			return nil, false
+		}
+		selectors = append(selectors, sel)
+	}
+	sorted := append([]*rbacv1.ClusterRole(nil), all...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var rules []rbacv1.PolicyRule
+	for _, other := range sorted {
+		if other.Name == role.Name {
+			continue
+		}
+		match := false
+		for _, sel := range selectors {
+			if sel.Matches(labels.Set(other.Labels)) {
+				match = true
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		for _, r := range other.Rules {
+			dup := false
+			for _, have := range rules {
+				if apiequality.Semantic.DeepEqual(have, r) {
+					dup = true
+					break
+				}
+			}
+			if !dup {
+				rules = append(rules, r)
+			}
+		}
+	}
+	if rules == nil {
+		rules = []rbacv1.PolicyRule{}
+	}
+	return rules, true
+}

@@ -1,0 +1,201 @@
+package rbac
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/component-helpers/auth/rbac/validation"
+)
+
+// Annotations and labels of the default policy, as Kubernetes sets them.
+const (
+	AutoUpdateAnnotation = "rbac.authorization.kubernetes.io/autoupdate"
+	BootstrappingLabel   = "kubernetes.io/bootstrapping"
+	AggregateToAdmin     = "rbac.authorization.k8s.io/aggregate-to-admin"
+	AggregateToEdit      = "rbac.authorization.k8s.io/aggregate-to-edit"
+	AggregateToView      = "rbac.authorization.k8s.io/aggregate-to-view"
+)
+
+var readWrite = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+func defaultMeta(name string, labels map[string]string) metav1.ObjectMeta {
+	l := map[string]string{BootstrappingLabel: "rbac-defaults"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return metav1.ObjectMeta{Name: name, Labels: l, Annotations: map[string]string{AutoUpdateAnnotation: "true"}}
+}
+
+func aggregation(label string) *rbacv1.AggregationRule {
+	return &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{label: "true"}}}}
+}
+
+// DefaultClusterRoles are the cluster roles a client expects on a server:
+// Kubernetes' user-facing roles (cluster-admin, admin, edit, view, the
+// last three aggregated from roles labelled aggregate-to-*, so a CRD's
+// author extends them to its resources) and the system roles for
+// discovery, self reviews, health and metrics. Rules name only what
+// crdserver serves.
+func DefaultClusterRoles() []rbacv1.ClusterRole {
+	return []rbacv1.ClusterRole{
+		{
+			ObjectMeta: defaultMeta("cluster-admin", nil),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+				{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}},
+			},
+		},
+		{ObjectMeta: defaultMeta("admin", nil), AggregationRule: aggregation(AggregateToAdmin)},
+		{ObjectMeta: defaultMeta("edit", map[string]string{AggregateToAdmin: "true"}), AggregationRule: aggregation(AggregateToEdit)},
+		{ObjectMeta: defaultMeta("view", map[string]string{AggregateToEdit: "true"}), AggregationRule: aggregation(AggregateToView)},
+		{
+			ObjectMeta: defaultMeta("system:aggregate-to-admin", map[string]string{AggregateToAdmin: "true"}),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"localsubjectaccessreviews"}, Verbs: []string{"create"}},
+				{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings", "roles"}, Verbs: readWrite},
+			},
+		},
+		{
+			ObjectMeta: defaultMeta("system:aggregate-to-view", map[string]string{AggregateToView: "true"}),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
+			},
+		},
+		{
+			ObjectMeta: defaultMeta("system:discovery", nil),
+			Rules: []rbacv1.PolicyRule{{
+				NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"},
+				Verbs:           []string{"get"},
+			}},
+		},
+		{
+			ObjectMeta: defaultMeta("system:basic-user", nil),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}, Verbs: []string{"create"}},
+				{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}, Verbs: []string{"create"}},
+			},
+		},
+		{
+			ObjectMeta: defaultMeta("system:public-info-viewer", nil),
+			Rules: []rbacv1.PolicyRule{{
+				NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"},
+				Verbs:           []string{"get"},
+			}},
+		},
+		{
+			ObjectMeta: defaultMeta("system:monitoring", nil),
+			Rules: []rbacv1.PolicyRule{
+				{NonResourceURLs: []string{"/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"}, Verbs: []string{"get"}},
+			},
+		},
+	}
+}
+
+func group(name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: name}
+}
+
+func binding(name string, subjects ...rbacv1.Subject) rbacv1.ClusterRoleBinding {
+	return rbacv1.ClusterRoleBinding{
+		ObjectMeta: defaultMeta(name, nil),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: KindClusterRole, Name: name},
+		Subjects:   subjects,
+	}
+}
+
+// DefaultClusterRoleBindings bind the default roles as Kubernetes does.
+func DefaultClusterRoleBindings() []rbacv1.ClusterRoleBinding {
+	return []rbacv1.ClusterRoleBinding{
+		binding("cluster-admin", group(user.SystemPrivilegedGroup)),
+		binding("system:basic-user", group(user.AllAuthenticated)),
+		binding("system:discovery", group(user.AllAuthenticated)),
+		binding("system:public-info-viewer", group(user.AllAuthenticated), group(user.AllUnauthenticated)),
+		binding("system:monitoring", group(user.MonitoringGroup)),
+	}
+}
+
+// autoUpdate says whether a stored default may be reconciled.
+func autoUpdate(m metav1.ObjectMeta) bool {
+	return m.Annotations[AutoUpdateAnnotation] != "false"
+}
+
+func mergeMaps(have, want map[string]string) (map[string]string, bool) {
+	changed := false
+	for k, v := range want {
+		if _, ok := have[k]; !ok {
+			if have == nil {
+				have = map[string]string{}
+			}
+			have[k] = v
+			changed = true
+		}
+	}
+	return have, changed
+}
+
+// ReconcileClusterRole brings a stored default role up to date, as
+// Kubernetes does at start: missing rules, aggregation selectors, labels
+// and annotations are added, nothing is taken away; a role annotated
+// autoupdate=false is left alone.
+func ReconcileClusterRole(have *rbacv1.ClusterRole, want rbacv1.ClusterRole) (*rbacv1.ClusterRole, bool) {
+	if !autoUpdate(have.ObjectMeta) {
+		return have, false
+	}
+	out := have.DeepCopy()
+	var c1, c2 bool
+	out.Labels, c1 = mergeMaps(out.Labels, want.Labels)
+	out.Annotations, c2 = mergeMaps(out.Annotations, want.Annotations)
+	changed := c1 || c2
+	if want.AggregationRule != nil {
+		if out.AggregationRule == nil {
+			out.AggregationRule = &rbacv1.AggregationRule{}
+		}
+		for _, sel := range want.AggregationRule.ClusterRoleSelectors {
+			found := false
+			for _, h := range out.AggregationRule.ClusterRoleSelectors {
+				if apiequality.Semantic.DeepEqual(h, sel) {
+					found = true
+				}
+			}
+			if !found {
+				out.AggregationRule.ClusterRoleSelectors = append(out.AggregationRule.ClusterRoleSelectors, sel)
+				changed = true
+			}
+		}
+	} else if ok, _ := validation.Covers(out.Rules, want.Rules); !ok {
+		for _, r := range want.Rules {
+			if ok, _ := validation.Covers(out.Rules, []rbacv1.PolicyRule{r}); !ok {
+				out.Rules = append(out.Rules, r)
+			}
+		}
+		changed = true
+	}
+	return out, changed
+}
+
+// ReconcileClusterRoleBinding adds the default subjects a stored default
+// binding lacks.
+func ReconcileClusterRoleBinding(have *rbacv1.ClusterRoleBinding, want rbacv1.ClusterRoleBinding) (*rbacv1.ClusterRoleBinding, bool) {
+	if !autoUpdate(have.ObjectMeta) {
+		return have, false
+	}
+	out := have.DeepCopy()
+	var c1, c2 bool
+	out.Labels, c1 = mergeMaps(out.Labels, want.Labels)
+	out.Annotations, c2 = mergeMaps(out.Annotations, want.Annotations)
+	changed := c1 || c2
+	for _, s := range want.Subjects {
+		found := false
+		for _, h := range out.Subjects {
+			if h.Kind == s.Kind && h.Name == s.Name && h.Namespace == s.Namespace {
+				found = true
+			}
+		}
+		if !found {
+			out.Subjects = append(out.Subjects, s)
+			changed = true
+		}
+	}
+	return out, changed
+}

@@ -1,0 +1,208 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/crdserver/crdserver/internal/auth"
+	"github.com/crdserver/crdserver/internal/rbac"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/resource"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	kjson "sigs.k8s.io/json"
+)
+
+// reviewResources are the create-only resources that ask the server about
+// access: authorization.k8s.io's access and rules reviews (kubectl auth
+// can-i) and authentication.k8s.io's SelfSubjectReview (kubectl auth
+// whoami). Nothing is stored.
+func reviewResources(st *rbac.Store) []*resource.Resource {
+	authz := auth.Chain{auth.Privileged{}, st}
+	mk := func(group, plural, kind string, namespaced bool, serve func(w http.ResponseWriter, r *http.Request, info *request.Info, t request.Target, body []byte) (any, error)) *resource.Resource {
+		return &resource.Resource{
+			Group: group, Plural: plural, Singular: strings.ToLower(kind), Kind: kind, Namespaced: namespaced,
+			Versions: []*resource.Version{{Name: "v1"}}, StorageVersion: "v1", Verbs: []string{"create"},
+			Custom: func(w http.ResponseWriter, r *http.Request, info *request.Info, _ *resource.Version) {
+				gr := schema.GroupResource{Group: group, Resource: plural}
+				if info.Verb != "create" || info.Name != "" || info.Subresource != "" {
+					request.WriteError(w, r, request.MethodNotAllowed(info.Verb, gr))
+					return
+				}
+				t, err := request.Negotiate(r, request.Offer{})
+				if err != nil {
+					request.WriteError(w, r, err)
+					return
+				}
+				body, err := request.ReadBody(r)
+				if err == nil {
+					if mt := request.MediaType(r); mt == resource.Protobuf {
+						body, err = resource.ProtobufToJSON(body, kind)
+					} else {
+						body, err = request.ToJSON(body, mt, kind)
+					}
+				}
+				if err != nil {
+					request.WriteError(w, r, err)
+					return
+				}
+				out, err := serve(w, r, info, t, body)
+				if err != nil {
+					request.WriteError(w, r, err)
+					return
+				}
+				request.WriteObject(w, r, http.StatusCreated, t, out)
+			},
+		}
+	}
+	return []*resource.Resource{
+		mk("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview", false, func(_ http.ResponseWriter, r *http.Request, _ *request.Info, _ request.Target, body []byte) (any, error) {
+			rv := &authenticationv1.SelfSubjectReview{}
+			if err := decodeReview(body, rv, "SelfSubjectReview"); err != nil {
+				return nil, err
+			}
+			u, _ := auth.UserFrom(r.Context())
+			info := authenticationv1.UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
+			if extra := u.GetExtra(); len(extra) > 0 {
+				info.Extra = map[string]authenticationv1.ExtraValue{}
+				for k, v := range extra {
+					info.Extra[k] = v
+				}
+			}
+			rv.Status.UserInfo = info
+			rv.APIVersion, rv.Kind = "authentication.k8s.io/v1", "SelfSubjectReview"
+			return rv, nil
+		}),
+		mk("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, func(_ http.ResponseWriter, r *http.Request, _ *request.Info, _ request.Target, body []byte) (any, error) {
+			rv := &authorizationv1.SelfSubjectAccessReview{}
+			if err := decodeReview(body, rv, "SelfSubjectAccessReview"); err != nil {
+				return nil, err
+			}
+			if errs := validateAttributes(rv.Spec.ResourceAttributes, rv.Spec.NonResourceAttributes); len(errs) > 0 {
+				return nil, apierrors.NewInvalid(schema.GroupKind{Group: "authorization.k8s.io", Kind: "SelfSubjectAccessReview"}, "", errs)
+			}
+			u, _ := auth.UserFrom(r.Context())
+			rv.Status = decide(r, authz, u, rv.Spec.ResourceAttributes, rv.Spec.NonResourceAttributes)
+			rv.APIVersion, rv.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
+			return rv, nil
+		}),
+		mk("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview", false, func(_ http.ResponseWriter, r *http.Request, _ *request.Info, _ request.Target, body []byte) (any, error) {
+			rv := &authorizationv1.SubjectAccessReview{}
+			if err := decodeReview(body, rv, "SubjectAccessReview"); err != nil {
+				return nil, err
+			}
+			errs := validateAttributes(rv.Spec.ResourceAttributes, rv.Spec.NonResourceAttributes)
+			if rv.Spec.User == "" && len(rv.Spec.Groups) == 0 {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "user"), rv.Spec.User, "at least one of user or group must be specified"))
+			}
+			if len(errs) > 0 {
+				return nil, apierrors.NewInvalid(schema.GroupKind{Group: "authorization.k8s.io", Kind: "SubjectAccessReview"}, "", errs)
+			}
+			rv.Status = decide(r, authz, subject(rv.Spec), rv.Spec.ResourceAttributes, rv.Spec.NonResourceAttributes)
+			rv.APIVersion, rv.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
+			return rv, nil
+		}),
+		mk("authorization.k8s.io", "localsubjectaccessreviews", "LocalSubjectAccessReview", true, func(_ http.ResponseWriter, r *http.Request, info *request.Info, _ request.Target, body []byte) (any, error) {
+			rv := &authorizationv1.LocalSubjectAccessReview{}
+			if err := decodeReview(body, rv, "LocalSubjectAccessReview"); err != nil {
+				return nil, err
+			}
+			var errs field.ErrorList
+			if rv.Spec.ResourceAttributes == nil {
+				errs = append(errs, field.Required(field.NewPath("spec", "resourceAttributes"), ""))
+			}
+			if rv.Spec.NonResourceAttributes != nil {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "nonResourceAttributes"), rv.Spec.NonResourceAttributes, "disallowed on this kind of request"))
+			}
+			if rv.Spec.User == "" && len(rv.Spec.Groups) == 0 {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "user"), rv.Spec.User, "at least one of user or group must be specified"))
+			}
+			if len(errs) > 0 {
+				return nil, apierrors.NewInvalid(schema.GroupKind{Group: "authorization.k8s.io", Kind: "LocalSubjectAccessReview"}, "", errs)
+			}
+			if rv.Spec.ResourceAttributes.Namespace != info.Namespace {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.resourceAttributes.namespace must match namespace: %v", info.Namespace))
+			}
+			rv.Status = decide(r, authz, subject(rv.Spec), rv.Spec.ResourceAttributes, nil)
+			rv.Namespace = info.Namespace
+			rv.APIVersion, rv.Kind = "authorization.k8s.io/v1", "LocalSubjectAccessReview"
+			return rv, nil
+		}),
+		mk("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview", false, func(_ http.ResponseWriter, r *http.Request, _ *request.Info, _ request.Target, body []byte) (any, error) {
+			rv := &authorizationv1.SelfSubjectRulesReview{}
+			if err := decodeReview(body, rv, "SelfSubjectRulesReview"); err != nil {
+				return nil, err
+			}
+			u, _ := auth.UserFrom(r.Context())
+			rules, errs := st.RulesFor(u, rv.Spec.Namespace)
+			rv.Status = authorizationv1.SubjectRulesReviewStatus{ResourceRules: []authorizationv1.ResourceRule{}, NonResourceRules: []authorizationv1.NonResourceRule{}}
+			for _, rule := range rules {
+				if len(rule.NonResourceURLs) > 0 {
+					rv.Status.NonResourceRules = append(rv.Status.NonResourceRules, authorizationv1.NonResourceRule{Verbs: rule.Verbs, NonResourceURLs: rule.NonResourceURLs})
+				} else {
+					rv.Status.ResourceRules = append(rv.Status.ResourceRules, authorizationv1.ResourceRule{Verbs: rule.Verbs, APIGroups: rule.APIGroups, Resources: rule.Resources, ResourceNames: rule.ResourceNames})
+				}
+			}
+			if len(errs) > 0 {
+				rv.Status.Incomplete = true
+				rv.Status.EvaluationError = errors.Join(errs...).Error()
+			}
+			rv.APIVersion, rv.Kind = "authorization.k8s.io/v1", "SelfSubjectRulesReview"
+			return rv, nil
+		}),
+	}
+}
+
+func decodeReview(body []byte, into any, kind string) error {
+	if _, err := kjson.UnmarshalStrict(body, into); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version \"v1\" cannot be handled as a %s: %v", kind, kind, err))
+	}
+	return nil
+}
+
+func validateAttributes(ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) field.ErrorList {
+	p := field.NewPath("spec")
+	switch {
+	case ra == nil && nra == nil:
+		return field.ErrorList{field.Required(p.Child("resourceAttributes"), "exactly one of nonResourceAttributes or resourceAttributes must be specified")}
+	case ra != nil && nra != nil:
+		return field.ErrorList{field.Invalid(p.Child("nonResourceAttributes"), nra, "cannot be specified in combination with resourceAttributes")}
+	}
+	return nil
+}
+
+func subject(spec authorizationv1.SubjectAccessReviewSpec) user.Info {
+	u := &user.DefaultInfo{Name: spec.User, UID: spec.UID, Groups: spec.Groups}
+	if len(spec.Extra) > 0 {
+		u.Extra = map[string][]string{}
+		for k, v := range spec.Extra {
+			u.Extra[k] = v
+		}
+	}
+	return u
+}
+
+// decide asks the authorizer about the attributes of a review.
+func decide(r *http.Request, z auth.Authorizer, u user.Info, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
+	a := authorizer.AttributesRecord{User: u}
+	if ra != nil {
+		a.ResourceRequest = true
+		a.Verb, a.Namespace, a.APIGroup, a.APIVersion = ra.Verb, ra.Namespace, ra.Group, ra.Version
+		a.Resource, a.Subresource, a.Name = ra.Resource, ra.Subresource, ra.Name
+	} else {
+		a.Verb, a.Path = nra.Verb, nra.Path
+	}
+	d, reason, err := z.Authorize(r.Context(), a)
+	st := authorizationv1.SubjectAccessReviewStatus{Allowed: d == authorizer.DecisionAllow, Denied: d == authorizer.DecisionDeny, Reason: reason}
+	if err != nil {
+		st.EvaluationError = err.Error()
+	}
+	return st
+}
