@@ -120,7 +120,9 @@ func readSources() {
 type server struct {
 	dataDir    string
 	kubeconfig string // dataDir/admin.kubeconfig, written by crdserver
-	url        string // http://127.0.0.1:PORT, from the "crdserver is serving" log line
+	url        string // https://127.0.0.1:PORT, from the "crdserver is serving" log line
+	// args are more flags for crdserver (each start uses them).
+	args []string
 
 	cmd     *exec.Cmd
 	log     *syncBuffer   // everything the process wrote to stderr and stdout
@@ -130,10 +132,10 @@ type server struct {
 
 // startServer starts crdserver on a fresh data folder and stops it when the
 // test ends, checking that it exits cleanly.
-func startServer(t *testing.T) *server {
+func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
 	readSources()
-	s := &server{dataDir: t.TempDir()}
+	s := &server{dataDir: t.TempDir(), args: args}
 	s.start(t)
 	t.Cleanup(func() {
 		if s.running() {
@@ -152,7 +154,7 @@ func (s *server) start(t *testing.T) {
 	s.log = &syncBuffer{}
 	s.exited = make(chan struct{})
 	s.waitErr = nil
-	s.cmd = exec.Command(crdserverBin, "--data-dir", s.dataDir, "--bind-address", "127.0.0.1", "--port", "0")
+	s.cmd = exec.Command(crdserverBin, append([]string{"--data-dir", s.dataDir, "--bind-address", "127.0.0.1", "--port", "0"}, s.args...)...)
 	s.cmd.Stdout = s.log
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
