@@ -86,9 +86,14 @@ type Config struct {
 	// Conversion tunes webhook conversion: service addresses (for servers
 	// without cluster DNS), timeout, objects per call.
 	Conversion ConversionOptions
-	// AuditLogPath, when set, is where an audit.k8s.io/v1 Event per request
-	// is appended as a JSON line.
-	AuditLogPath string
+	// AuditLogPath, when set, is where audit.k8s.io/v1 Events are appended
+	// as JSON lines ("-": standard output), as AuditPolicyFile chooses
+	// (without one: every request at the Metadata level).
+	AuditLogPath    string
+	AuditPolicyFile string
+	// AuditLogMaxSizeMB rotates the audit log past this size (0: never);
+	// AuditLogMaxBackups and AuditLogMaxAgeDays bound the rotated files.
+	AuditLogMaxSizeMB, AuditLogMaxBackups, AuditLogMaxAgeDays int
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
 
@@ -188,7 +193,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.store = store.New(s.cli)
 	if cfg.AuditLogPath != "" {
-		l, err := audit.Open(cfg.AuditLogPath)
+		l, err := audit.Open(audit.Options{Path: cfg.AuditLogPath, PolicyFile: cfg.AuditPolicyFile,
+			MaxSizeMB: cfg.AuditLogMaxSizeMB, MaxBackups: cfg.AuditLogMaxBackups, MaxAgeDays: cfg.AuditLogMaxAgeDays})
 		if err != nil {
 			return nil, fmt.Errorf("audit log: %w", err)
 		}

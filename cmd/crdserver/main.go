@@ -52,7 +52,11 @@ func run(args []string) error {
 		minReqTimout = fs.Duration("min-request-timeout", 30*time.Minute, "shortest timeout of a watch that sets none (watches last between it and twice it)")
 		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
 		services     = serviceAddresses{}
-		auditLog     = fs.String("audit-log-path", "", "append an audit.k8s.io/v1 Event per request to this file (JSON lines)")
+		auditLog     = fs.String("audit-log-path", "", "append audit.k8s.io/v1 Events to this file as JSON lines (\"-\": standard output)")
+		auditPolicy  = fs.String("audit-policy-file", "", "audit.k8s.io/v1 Policy choosing what is logged at which level (default: every request at Metadata)")
+		auditMaxSize = fs.Int("audit-log-maxsize", 0, "rotate the audit log when it reaches this many megabytes (0: never)")
+		auditBackups = fs.Int("audit-log-maxbackup", 0, "rotated audit logs to keep (0: all)")
+		auditMaxAge  = fs.Int("audit-log-maxage", 0, "days to keep rotated audit logs (0: forever)")
 		insecure     = fs.Bool("insecure-http", false, "serve plain HTTP, trusting every request with everything (loopback bind address only)")
 		tlsCert      = fs.String("tls-cert-file", "", "serving certificate (PEM, with its chain); default: one crdserver makes in <data-dir>/pki")
 		tlsKey       = fs.String("tls-private-key-file", "", "key of --tls-cert-file")
@@ -86,6 +90,10 @@ func run(args []string) error {
 		MinRequestTimeout:  *minReqTimout,
 		Conversion:         server.ConversionOptions{ServiceAddresses: services},
 		AuditLogPath:       *auditLog,
+		AuditPolicyFile:    *auditPolicy,
+		AuditLogMaxSizeMB:  *auditMaxSize,
+		AuditLogMaxBackups: *auditBackups,
+		AuditLogMaxAgeDays: *auditMaxAge,
 		Logger:             log,
 		Insecure:           *insecure,
 		TLSCertFile:        *tlsCert,

@@ -111,8 +111,16 @@ func WithAuthorization(next http.Handler, z Authorizer) http.Handler {
 		a := Attributes(u, request.InfoFrom(r.Context()))
 		d, reason, err := z.Authorize(r.Context(), a)
 		if d == authorizer.DecisionAllow {
+			request.AddAuditAnnotation(r.Context(), "authorization.k8s.io/decision", "allow")
+			if reason != "" {
+				request.AddAuditAnnotation(r.Context(), "authorization.k8s.io/reason", reason)
+			}
 			next.ServeHTTP(w, r)
 			return
+		}
+		request.AddAuditAnnotation(r.Context(), "authorization.k8s.io/decision", "forbid")
+		if reason != "" {
+			request.AddAuditAnnotation(r.Context(), "authorization.k8s.io/reason", reason)
 		}
 		if err != nil && reason == "" {
 			reason = err.Error()

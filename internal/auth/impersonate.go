@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/crdserver/crdserver/internal/request"
+	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -110,6 +111,14 @@ func WithImpersonation(next http.Handler, z Authorizer) http.Handler {
 				r.Header.Del(h)
 			}
 		}
+		info := &authnv1.UserInfo{Username: as.Name, UID: as.UID, Groups: as.Groups}
+		if len(as.Extra) > 0 {
+			info.Extra = map[string]authnv1.ExtraValue{}
+			for k, v := range as.Extra {
+				info.Extra[k] = v
+			}
+		}
+		request.SetImpersonatedUser(r.Context(), info)
 		ctx := WithUser(r.Context(), as)
 		ctx = withImpersonator(ctx, actor)
 		next.ServeHTTP(w, r.WithContext(ctx))
