@@ -120,6 +120,14 @@ type Config struct {
 	// DisableAnonymous refuses requests without credentials (401) instead
 	// of serving them as system:anonymous.
 	DisableAnonymous bool
+
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the
+	// read-only and the mutating requests served at once (watches and
+	// system:masters not counted; defaults 400 and 200; negative: no limit).
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// RequestTimeout ends requests other than watches with 504 (default
+	// 60 seconds; negative: none).
+	RequestTimeout time.Duration
 }
 
 // Server is a running crdserver.
@@ -162,6 +170,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.MinRequestTimeout <= 0 {
 		cfg.MinRequestTimeout = 30 * time.Minute
+	}
+	if cfg.MaxRequestsInFlight == 0 {
+		cfg.MaxRequestsInFlight = 400
+	}
+	if cfg.MaxMutatingRequestsInFlight == 0 {
+		cfg.MaxMutatingRequestsInFlight = 200
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 60 * time.Second
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -491,9 +508,11 @@ func (s *Server) buildHandler() http.Handler {
 	var h http.Handler = router
 	h = filters.WithCompression(h)
 	h = auth.WithAuthorization(h, authz)
+	h = filters.WithMaxInFlight(h, s.cfg.MaxRequestsInFlight, s.cfg.MaxMutatingRequestsInFlight)
 	h = auth.WithImpersonation(h, authz)
 	h = audit.WithAudit(h, s.audit)
 	h = auth.WithAuthentication(h, s.authn)
+	h = filters.WithRequestTimeout(h, s.cfg.RequestTimeout)
 	h = metrics.WithMetrics(h)
 	h = filters.WithRequestInfo(h)
 	h = filters.WithRecovery(h, s.log)

@@ -65,6 +65,9 @@ func run(args []string) error {
 		anonymous    = fs.Bool("anonymous-auth", true, "serve requests without credentials as system:anonymous (false: 401)")
 		advertise    = fs.String("advertise-address", "", "address clients reach the server on (added to the serving certificate)")
 		tlsSANs      = listFlag{}
+		maxInFlight  = fs.Int("max-requests-inflight", 400, "read-only requests served at once before 429 (watches and system:masters not counted; 0: no limit)")
+		maxMutating  = fs.Int("max-mutating-requests-inflight", 200, "mutating requests served at once before 429 (0: no limit)")
+		reqTimeout   = fs.Duration("request-timeout", 60*time.Second, "time after which a request other than a watch is ended with 504 (0: none)")
 	)
 	fs.Var(&tlsSANs, "tls-san", "another name or address for the serving certificate (repeatable, or comma-separated)")
 	fs.Var(services, "webhook-service-address", "where a conversion webhook service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
@@ -79,30 +82,36 @@ func run(args []string) error {
 	slog.SetDefault(log)
 
 	cfg := server.Config{
-		DataDir:            *dataDir,
-		BindAddress:        *bind,
-		Port:               *port,
-		EtcdCAFile:         *etcdCA,
-		EtcdCertFile:       *etcdCert,
-		EtcdKeyFile:        *etcdKey,
-		CompactionInterval: *compaction,
-		ShutdownTimeout:    *shutdown,
-		MinRequestTimeout:  *minReqTimout,
-		Conversion:         server.ConversionOptions{ServiceAddresses: services},
-		AuditLogPath:       *auditLog,
-		AuditPolicyFile:    *auditPolicy,
-		AuditLogMaxSizeMB:  *auditMaxSize,
-		AuditLogMaxBackups: *auditBackups,
-		AuditLogMaxAgeDays: *auditMaxAge,
-		Logger:             log,
-		Insecure:           *insecure,
-		TLSCertFile:        *tlsCert,
-		TLSKeyFile:         *tlsKey,
-		ClientCAFile:       *clientCA,
-		TokenAuthFile:      *tokenFile,
-		DisableAnonymous:   !*anonymous,
-		AdvertiseAddress:   *advertise,
-		TLSSANs:            tlsSANs,
+		DataDir:                     *dataDir,
+		BindAddress:                 *bind,
+		Port:                        *port,
+		EtcdCAFile:                  *etcdCA,
+		EtcdCertFile:                *etcdCert,
+		EtcdKeyFile:                 *etcdKey,
+		CompactionInterval:          *compaction,
+		ShutdownTimeout:             *shutdown,
+		MinRequestTimeout:           *minReqTimout,
+		Conversion:                  server.ConversionOptions{ServiceAddresses: services},
+		AuditLogPath:                *auditLog,
+		AuditPolicyFile:             *auditPolicy,
+		AuditLogMaxSizeMB:           *auditMaxSize,
+		AuditLogMaxBackups:          *auditBackups,
+		AuditLogMaxAgeDays:          *auditMaxAge,
+		Logger:                      log,
+		Insecure:                    *insecure,
+		TLSCertFile:                 *tlsCert,
+		TLSKeyFile:                  *tlsKey,
+		ClientCAFile:                *clientCA,
+		TokenAuthFile:               *tokenFile,
+		DisableAnonymous:            !*anonymous,
+		AdvertiseAddress:            *advertise,
+		TLSSANs:                     tlsSANs,
+		MaxRequestsInFlight:         orNoLimit(*maxInFlight),
+		MaxMutatingRequestsInFlight: orNoLimit(*maxMutating),
+		RequestTimeout:              *reqTimeout,
+	}
+	if *reqTimeout == 0 {
+		cfg.RequestTimeout = -1
 	}
 	if *compaction == 0 {
 		cfg.CompactionInterval = -1
@@ -130,6 +139,14 @@ func run(args []string) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// orNoLimit maps the flags' 0 (no limit) to the Config's negative.
+func orNoLimit(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // listFlag is a repeatable flag whose values may also be comma-separated.
