@@ -36,7 +36,10 @@ step "fuzzing, ${fuzztime} per target"
 for target in \
   ./internal/request:FuzzDecodeObject \
   ./internal/request:FuzzParse \
-  ./internal/jsonraw:FuzzSetResourceVersion; do
+  ./internal/jsonraw:FuzzSetResourceVersion \
+  ./internal/resource:FuzzDecodeContinue \
+  ./integration:FuzzPatch \
+  ./integration:FuzzListQuery; do
   pkg=${target%%:*}; fn=${target##*:}
   go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" "$pkg"
 done

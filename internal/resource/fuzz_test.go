@@ -1,0 +1,30 @@
+package resource
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzDecodeContinue: any continue token either decodes to a key under the
+// resource's prefix, without climbing out of it, or is refused.
+func FuzzDecodeContinue(f *testing.F) {
+	const prefix = "/registry/example.com/things/"
+	f.Add(encodeContinue(prefix+"ns/name", prefix, 42))
+	f.Add("eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiIuLi8uLi9zZWNyZXRzIn0")
+	f.Add("not base64!")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, token string) {
+		key, rev, err := decodeContinue(token, prefix)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(key, prefix) || strings.Contains(key, "/../") || rev <= 0 {
+			t.Fatalf("token %q decoded to key %q rev %d", token, key, rev)
+		}
+		// What decodes, encodes back to the same place.
+		again, rev2, err := decodeContinue(encodeContinue(key, prefix, rev), prefix)
+		if err != nil || again != key || rev2 != rev {
+			t.Fatalf("round trip of %q: %q %d %v", key, again, rev2, err)
+		}
+	})
+}
