@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crdserver/crdserver/internal/certs"
+	"github.com/crdserver/crdserver/internal/pki"
 	"github.com/crdserver/crdserver/server"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -192,5 +193,34 @@ func TestInsecureHTTP(t *testing.T) {
 	_, err = server.Start(ctx, server.Config{DataDir: t.TempDir(), Insecure: true, BindAddress: "0.0.0.0"})
 	if err == nil || !strings.Contains(err.Error(), "plain HTTP is only served on a loopback address") {
 		t.Fatalf("insecure on 0.0.0.0: %v", err)
+	}
+}
+
+// Client certificates from the operator's own CA (--client-ca-file).
+func TestClientCAFile(t *testing.T) {
+	dir := t.TempDir()
+	other, err := pki.Ensure(filepath.Join(dir, "other"), []string{"127.0.0.1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "client-ca.crt")
+	if err := os.WriteFile(caFile, other.CACert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, func(c *server.Config) { c.ClientCAFile = caFile })
+	certPEM, keyPEM, err := other.ClientCert("ops", []string{"system:masters"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := newClient(t, e.srv, pair).do("GET", "/api/v1/namespaces", ""); r.code != 200 {
+		t.Fatalf("certificate of the operator's CA: %d %s", r.code, r.body)
+	}
+	// The server's own CA still signs the admin's.
+	if r := e.do("GET", "/api/v1/namespaces", ""); r.code != 200 {
+		t.Fatalf("admin: %d %s", r.code, r.body)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/crdserver/crdserver/server"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -220,4 +221,34 @@ func TestRBACImpersonation(t *testing.T) {
 	eventuallyCode(t, jane, "GET", "/apis", "", 200)
 	jane.hdr = []string{"Impersonate-User", "carol"}
 	expectStatus(t, jane.do("GET", "/apis", ""), 403, metav1.StatusReasonForbidden, `users "carol" is forbidden: User "jane" cannot impersonate resource "users" in API group "" at the cluster scope`)
+}
+
+func TestRBACSubresources(t *testing.T) {
+	e := start(t, func(c *server.Config) { c.TokenAuthFile = writeTokens(t) })
+	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
+	e.createCRD(crd)
+	as := func(token string) *client {
+		c := newClient(t, e.srv, tls.Certificate{})
+		c.token = token
+		return c
+	}
+	e.mustCreate(ctPath, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"c1"}}`)
+	e.mustCreate("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"reader"},"rules":[{"apiGroups":["stable.example.com"],"resources":["crontabs"],"verbs":["get"]}]}`)
+	e.mustCreate("/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"jane-reader"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"jane"}]}`)
+	jane := as("jane-token")
+	eventuallyCode(t, jane, "GET", ctPath+"/c1", "", 200)
+	// The object, not its subresources.
+	expectStatus(t, jane.do("GET", ctPath+"/c1/status", ""), 403, metav1.StatusReasonForbidden,
+		`crontabs.stable.example.com "c1" is forbidden: User "jane" cannot get resource "crontabs/status" in API group "stable.example.com" in the namespace "default"`)
+	// A rule for */status covers every resource's status.
+	e.mustCreate("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"status-reader"},"rules":[{"apiGroups":["*"],"resources":["*/status"],"verbs":["get"]}]}`)
+	e.mustCreate("/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"jane-status"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"status-reader"},"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"jane"}]}`)
+	eventuallyCode(t, jane, "GET", ctPath+"/c1/status", "", 200)
+	expectStatus(t, jane.do("PUT", ctPath+"/c1/status", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"c1"}}`), 403, metav1.StatusReasonForbidden,
+		`cannot update resource "crontabs/status"`)
 }
