@@ -61,7 +61,7 @@ func (s *schemaConverter) Convert(ctx context.Context, objs [][]byte, to string)
 		if err := utiljson.Unmarshal(out[i], &m); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		if _, err := v.Coerce(m, false); err != nil {
+		if err := v.CoerceStored(m); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 		v.Default(m)

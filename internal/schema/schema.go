@@ -28,6 +28,9 @@ type Version struct {
 	status     apiservervalidation.SchemaValidator // nil without a status subresource
 	cel        *cel.Validator                      // nil without CEL rules
 	hasDefault bool
+	// hasEmbedded: the schema has x-kubernetes-embedded-resource fields,
+	// whose metadata is coerced too.
+	hasEmbedded bool
 }
 
 // Compile builds the schema of version of a CRD. A CRD without a schema
@@ -49,7 +52,7 @@ func Compile(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Ve
 	if err := structuraldefaulting.PruneDefaults(s); err != nil {
 		return nil, fmt.Errorf("pruning the defaults of %s: %w", version, err)
 	}
-	v := &Version{structural: s, hasDefault: hasDefault(s)}
+	v := &Version{structural: s, hasDefault: hasDefault(s), hasEmbedded: hasEmbedded(s)}
 	if v.validator, _, err = apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema); err != nil {
 		return nil, err
 	}
@@ -152,6 +155,51 @@ func (v *Version) Coerce(obj map[string]any, track bool) ([]string, error) {
 		obj["metadata"] = md
 	}
 	return unknown, nil
+}
+
+// CoerceStored prunes an object read from storage (and converted) for
+// this version. Its metadata was checked when it was written, so only the
+// fields the schema does not know go, and embedded resources are coerced.
+func (v *Version) CoerceStored(obj map[string]any) error {
+	if v == nil {
+		return nil
+	}
+	av, kind, md := obj["apiVersion"], obj["kind"], obj["metadata"]
+	structuralpruning.PruneWithOptions(obj, v.structural, true, structuralschema.UnknownFieldPathOptions{})
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
+	if v.hasEmbedded {
+		if ferr, _ := schemaobjectmeta.CoerceWithOptions(nil, obj, v.structural, false, schemaobjectmeta.CoerceOptions{}); ferr != nil {
+			return ferr
+		}
+	}
+	if av != nil {
+		obj["apiVersion"] = av
+	}
+	if kind != nil {
+		obj["kind"] = kind
+	}
+	if md != nil {
+		obj["metadata"] = md
+	}
+	return nil
+}
+
+func hasEmbedded(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.XEmbeddedResource {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasEmbedded(&p) {
+			return true
+		}
+	}
+	if s.Items != nil && hasEmbedded(s.Items) {
+		return true
+	}
+	return s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil && hasEmbedded(s.AdditionalProperties.Structural)
 }
 
 // Default applies the schema's defaults.
