@@ -169,4 +169,3 @@ func (t *timeoutWriter) timeout() bool {
 	t.timedOut = true
 	return !t.wrote
 }
-
