@@ -21,6 +21,15 @@
 // that webhook_test.go builds and runs, storage switch, deprecation,
 // migration, unserving, removal); schema_test.go checks schemas through
 // kubectl (defaults, pruning, field validation modes, OpenAPI and CEL
-// errors with Kubernetes' texts, transition rules, explain). testdata/ holds the fixtures, copied
-// from the project's spec (spec/crd-fixtures.yaml).
+// errors with Kubernetes' texts, transition rules, explain);
+// subresources_test.go the status and scale subresources, printer columns,
+// categories, field selectors, server-side apply, finalizers and dry run;
+// kubectl_test.go also deletes with every --cascade; controllerruntime_test.go
+// runs controller-runtime's client and a manager; rbac_test.go plays
+// authentication, RBAC, auth can-i, --as and escalation with kubectl;
+// crash_test.go kills the server under load and checks that no acknowledged
+// write is lost; fault_test.go sends malformed and slow requests.
+// The server serves HTTPS with the certificates it makes in its data folder;
+// the admin kubeconfig it writes holds them. testdata/ holds the fixtures,
+// copied from the project's spec (spec/crd-fixtures.yaml).
 package e2e

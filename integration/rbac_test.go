@@ -101,10 +101,13 @@ func TestRBACGrantsAndAggregation(t *testing.T) {
 	e.mustCreate("/apis/rbac.authorization.k8s.io/v1/clusterroles",
 		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"crontab-reader","labels":{"rbac.authorization.k8s.io/aggregate-to-view":"true"}},"rules":[{"apiGroups":["stable.example.com"],"resources":["crontabs"],"verbs":["get","list","watch"]}]}`)
 	eventuallyCode(t, jane, "GET", ctPath, "", 200)
-	r := e.do("GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin", "")
-	if !strings.Contains(string(r.body), "stable.example.com") {
-		t.Errorf("admin does not aggregate the view rule: %s", r.body)
-	}
+	// admin aggregates edit, which aggregates view: it follows a moment later.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	eventually(t, ctx, "admin aggregates the view rule", func() (bool, error) {
+		r := e.do("GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin", "")
+		return strings.Contains(string(r.body), "stable.example.com"), nil
+	})
 	// Only in default, and only reading.
 	expectStatus(t, jane.do("GET", "/apis/stable.example.com/v1/namespaces/kube-public/crontabs", ""), 403, metav1.StatusReasonForbidden,
 		`crontabs.stable.example.com is forbidden: User "jane" cannot list resource "crontabs" in API group "stable.example.com" in the namespace "kube-public"`)
