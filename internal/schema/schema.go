@@ -8,7 +8,6 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/apiserver/pkg/cel/environment"
 )
 
 // Version is the compiled schema of one CRD version: everything a request
@@ -26,7 +26,9 @@ type Version struct {
 	structural *structuralschema.Structural
 	validator  apiservervalidation.SchemaValidator
 	status     apiservervalidation.SchemaValidator // nil without a status subresource
-	cel        *cel.Validator                      // nil without CEL rules
+	cel        *celNode                            // nil without CEL rules
+	// celSchema is the schema CEL values and correlated objects walk.
+	celSchema  *celSchema
 	hasDefault bool
 	// hasEmbedded: the schema has x-kubernetes-embedded-resource fields,
 	// whose metadata is coerced too.
@@ -67,8 +69,9 @@ func Compile(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Ve
 			}
 		}
 	}
+	v.celSchema = newCELSchema(s, true)
 	if hasValidations(s) {
-		v.cel = cel.NewValidator(s, true, celconfig.PerCallLimit)
+		v.cel = newCELNode(s, s, v.celSchema, true, model.SchemaDeclType(s, true), environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	}
 	return v, nil
 }
@@ -220,7 +223,7 @@ func (v *Version) Validate(ctx context.Context, obj map[string]any) field.ErrorL
 	errs := apiservervalidation.ValidateCustomResource(nil, obj, v.validator)
 	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
 	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
-	return append(errs, v.validateCEL(ctx, obj, nil, errs)...)
+	return append(errs, v.validateCEL(ctx, obj, nil, errs, ratchet{})...)
 }
 
 // ValidateUpdate checks an updated object, ratcheting: a value the update
@@ -229,13 +232,13 @@ func (v *Version) ValidateUpdate(ctx context.Context, obj, old map[string]any) f
 	if v == nil {
 		return nil
 	}
-	correlated := common.NewCorrelatedObject(obj, old, &model.Structural{Structural: v.structural})
+	correlated := common.NewCorrelatedObject(obj, old, v.celSchema)
 	errs := apiservervalidation.ValidateCustomResourceUpdate(nil, obj, old, v.validator, apiservervalidation.WithRatcheting(correlated))
 	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
 	if len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old)) == 0 {
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
 	}
-	return append(errs, v.validateCEL(ctx, obj, old, errs, cel.WithRatcheting(correlated))...)
+	return append(errs, v.validateCEL(ctx, obj, old, errs, ratchet{current: correlated})...)
 }
 
 // ValidateStatus checks a status update against the status schema.
@@ -245,15 +248,15 @@ func (v *Version) ValidateStatus(ctx context.Context, obj, old map[string]any) f
 	}
 	var errs field.ErrorList
 	if st, ok := obj["status"]; ok && v.status != nil {
-		correlated := common.NewCorrelatedObject(obj, old, &model.Structural{Structural: v.structural})
+		correlated := common.NewCorrelatedObject(obj, old, v.celSchema)
 		errs = apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), st, old["status"], v.status, apiservervalidation.WithRatcheting(correlated))
 	}
-	return append(errs, v.validateCEL(ctx, obj, old, errs)...)
+	return append(errs, v.validateCEL(ctx, obj, old, errs, ratchet{})...)
 }
 
 // validateCEL runs the CEL rules unless earlier errors make them
 // meaningless (a wrong type blocks them, as in Kubernetes).
-func (v *Version) validateCEL(ctx context.Context, obj, old map[string]any, prior field.ErrorList, opts ...cel.Option) field.ErrorList {
+func (v *Version) validateCEL(ctx context.Context, obj, old map[string]any, prior field.ErrorList, r ratchet) field.ErrorList {
 	if v.cel == nil {
 		return nil
 	}
@@ -267,6 +270,6 @@ func (v *Version) validateCEL(ctx context.Context, obj, old map[string]any, prio
 	if old != nil {
 		oldObj = old
 	}
-	errs, _ := v.cel.Validate(ctx, nil, v.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
+	errs, _ := v.cel.validate(ctx, nil, obj, oldObj, r, celconfig.RuntimeCELCostBudget)
 	return errs
 }
