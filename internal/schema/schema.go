@@ -18,6 +18,7 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // Version is the compiled schema of one CRD version: everything a request
@@ -26,7 +27,10 @@ type Version struct {
 	structural *structuralschema.Structural
 	validator  apiservervalidation.SchemaValidator
 	status     apiservervalidation.SchemaValidator // nil without a status subresource
-	cel        *celNode                            // nil without CEL rules
+	// check and statusCheck decide fast that a value is valid, so that
+	// the validators above only run for values that may not be.
+	check, statusCheck *check
+	cel                *celNode // nil without CEL rules
 	// celSchema is the schema CEL values and correlated objects walk.
 	celSchema  *celSchema
 	hasDefault bool
@@ -55,18 +59,21 @@ func Compile(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Ve
 		return nil, fmt.Errorf("pruning the defaults of %s: %w", version, err)
 	}
 	v := &Version{structural: s, hasDefault: hasDefault(s), hasEmbedded: hasEmbedded(s)}
-	if v.validator, _, err = apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema); err != nil {
+	var openapi *spec.Schema
+	if v.validator, openapi, err = apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema); err != nil {
 		return nil, err
 	}
+	v.check = newCheck(openapi)
 	sub, err := apihelpers.GetSubresourcesForVersion(crd, version)
 	if err != nil {
 		return nil, err
 	}
 	if sub != nil && sub.Status != nil {
 		if st, ok := internal.OpenAPIV3Schema.Properties["status"]; ok {
-			if v.status, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
+			if v.status, openapi, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
 				return nil, err
 			}
+			v.statusCheck = newCheck(openapi)
 		}
 	}
 	v.celSchema = newCELSchema(s, true)
@@ -220,7 +227,10 @@ func (v *Version) Validate(ctx context.Context, obj map[string]any) field.ErrorL
 	if v == nil {
 		return nil
 	}
-	errs := apiservervalidation.ValidateCustomResource(nil, obj, v.validator)
+	var errs field.ErrorList
+	if !v.check.valid(obj) {
+		errs = apiservervalidation.ValidateCustomResource(nil, obj, v.validator)
+	}
 	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
 	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
 	return append(errs, v.validateCEL(ctx, obj, nil, errs, ratchet{})...)
@@ -233,7 +243,10 @@ func (v *Version) ValidateUpdate(ctx context.Context, obj, old map[string]any) f
 		return nil
 	}
 	correlated := common.NewCorrelatedObject(obj, old, v.celSchema)
-	errs := apiservervalidation.ValidateCustomResourceUpdate(nil, obj, old, v.validator, apiservervalidation.WithRatcheting(correlated))
+	var errs field.ErrorList
+	if !v.check.valid(obj) {
+		errs = apiservervalidation.ValidateCustomResourceUpdate(nil, obj, old, v.validator, apiservervalidation.WithRatcheting(correlated))
+	}
 	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
 	if len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old)) == 0 {
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
@@ -247,7 +260,7 @@ func (v *Version) ValidateStatus(ctx context.Context, obj, old map[string]any) f
 		return nil
 	}
 	var errs field.ErrorList
-	if st, ok := obj["status"]; ok && v.status != nil {
+	if st, ok := obj["status"]; ok && v.status != nil && !v.statusCheck.valid(st) {
 		correlated := common.NewCorrelatedObject(obj, old, v.celSchema)
 		errs = apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), st, old["status"], v.status, apiservervalidation.WithRatcheting(correlated))
 	}
