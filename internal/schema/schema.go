@@ -37,6 +37,9 @@ type Version struct {
 	// hasEmbedded: the schema has x-kubernetes-embedded-resource fields,
 	// whose metadata is coerced too.
 	hasEmbedded bool
+	// hasListTypes: the schema has set or map lists, whose items are
+	// checked for uniqueness.
+	hasListTypes bool
 }
 
 // Compile builds the schema of version of a CRD. A CRD without a schema
@@ -58,7 +61,7 @@ func Compile(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Ve
 	if err := structuraldefaulting.PruneDefaults(s); err != nil {
 		return nil, fmt.Errorf("pruning the defaults of %s: %w", version, err)
 	}
-	v := &Version{structural: s, hasDefault: hasDefault(s), hasEmbedded: hasEmbedded(s)}
+	v := &Version{structural: s, hasDefault: hasDefault(s), hasEmbedded: hasEmbedded(s), hasListTypes: hasListTypes(s)}
 	var openapi *spec.Schema
 	if v.validator, openapi, err = apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema); err != nil {
 		return nil, err
@@ -144,12 +147,17 @@ func (v *Version) Coerce(obj map[string]any, track bool) ([]string, error) {
 		found, unknown = false, nil
 	}
 	unknown = append(unknown, structuralpruning.PruneWithOptions(obj, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})...)
-	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
-	ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, v.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: track})
-	if ferr != nil {
-		return nil, ferr
+	if hasNull(obj) {
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
 	}
-	unknown = append(unknown, paths...)
+	// Only embedded resources have metadata to coerce below the root.
+	if v.hasEmbedded {
+		ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, v.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: track})
+		if ferr != nil {
+			return nil, ferr
+		}
+		unknown = append(unknown, paths...)
+	}
 	if av != nil {
 		obj["apiVersion"] = av
 	}
@@ -176,7 +184,9 @@ func (v *Version) CoerceStored(obj map[string]any) error {
 	}
 	av, kind, md := obj["apiVersion"], obj["kind"], obj["metadata"]
 	structuralpruning.PruneWithOptions(obj, v.structural, true, structuralschema.UnknownFieldPathOptions{})
-	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
+	if hasNull(obj) {
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
+	}
 	if v.hasEmbedded {
 		if ferr, _ := schemaobjectmeta.CoerceWithOptions(nil, obj, v.structural, false, schemaobjectmeta.CoerceOptions{}); ferr != nil {
 			return ferr
@@ -231,8 +241,12 @@ func (v *Version) Validate(ctx context.Context, obj map[string]any) field.ErrorL
 	if !v.check.valid(obj) {
 		errs = apiservervalidation.ValidateCustomResource(nil, obj, v.validator)
 	}
-	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
-	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
+	if v.hasEmbedded {
+		errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
+	}
+	if v.hasListTypes {
+		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
+	}
 	return append(errs, v.validateCEL(ctx, obj, nil, errs, ratchet{})...)
 }
 
@@ -247,8 +261,10 @@ func (v *Version) ValidateUpdate(ctx context.Context, obj, old map[string]any) f
 	if !v.check.valid(obj) {
 		errs = apiservervalidation.ValidateCustomResourceUpdate(nil, obj, old, v.validator, apiservervalidation.WithRatcheting(correlated))
 	}
-	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
-	if len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old)) == 0 {
+	if v.hasEmbedded {
+		errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, v.structural, false)...)
+	}
+	if v.hasListTypes && len(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, old)) == 0 {
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj)...)
 	}
 	return append(errs, v.validateCEL(ctx, obj, old, errs, ratchet{current: correlated})...)
@@ -285,4 +301,46 @@ func (v *Version) validateCEL(ctx context.Context, obj, old map[string]any, prio
 	}
 	errs, _ := v.cel.validate(ctx, nil, obj, oldObj, r, celconfig.RuntimeCELCostBudget)
 	return errs
+}
+
+// hasListTypes reports set and map lists, the ones whose items must be
+// unique.
+func hasListTypes(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.XListType != nil && (*s.XListType == "set" || *s.XListType == "map") {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasListTypes(&p) {
+			return true
+		}
+	}
+	if s.Items != nil && hasListTypes(s.Items) {
+		return true
+	}
+	return s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil && hasListTypes(s.AdditionalProperties.Structural)
+}
+
+// hasNull reports a null anywhere in a decoded object: without one,
+// dropping the nulls the schema does not allow has nothing to do.
+func hasNull(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		for _, x := range v {
+			if hasNull(x) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if hasNull(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
