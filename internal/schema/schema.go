@@ -12,7 +12,6 @@ import (
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
-	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -40,6 +39,7 @@ type Version struct {
 	// hasListTypes: the schema has set or map lists, whose items are
 	// checked for uniqueness.
 	hasListTypes bool
+	pruner       *pruner
 }
 
 // Compile builds the schema of version of a CRD. A CRD without a schema
@@ -61,7 +61,7 @@ func Compile(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Ve
 	if err := structuraldefaulting.PruneDefaults(s); err != nil {
 		return nil, fmt.Errorf("pruning the defaults of %s: %w", version, err)
 	}
-	v := &Version{structural: s, hasDefault: hasDefault(s), hasEmbedded: hasEmbedded(s), hasListTypes: hasListTypes(s)}
+	v := &Version{structural: s, hasDefault: hasDefault(s), hasEmbedded: hasEmbedded(s), hasListTypes: hasListTypes(s), pruner: newPruner(s, true)}
 	var openapi *spec.Schema
 	if v.validator, openapi, err = apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema); err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func (v *Version) Coerce(obj map[string]any, track bool) ([]string, error) {
 	if err != nil {
 		found, unknown = false, nil
 	}
-	unknown = append(unknown, structuralpruning.PruneWithOptions(obj, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})...)
+	unknown = append(unknown, v.pruner.prune(obj, track)...)
 	if hasNull(obj) {
 		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
 	}
@@ -183,7 +183,7 @@ func (v *Version) CoerceStored(obj map[string]any) error {
 		return nil
 	}
 	av, kind, md := obj["apiVersion"], obj["kind"], obj["metadata"]
-	structuralpruning.PruneWithOptions(obj, v.structural, true, structuralschema.UnknownFieldPathOptions{})
+	v.pruner.prune(obj, false)
 	if hasNull(obj) {
 		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
 	}

@@ -1,0 +1,133 @@
+package schema
+
+import (
+	"sort"
+
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+)
+
+// pruner drops the fields a schema does not know, with the rules of
+// Kubernetes' pruning (x-kubernetes-preserve-unknown-fields, embedded
+// resources keeping apiVersion, kind and metadata, additionalProperties),
+// over a tree built once. Kubernetes' pruning copies each property's
+// schema out of its map at every step, one allocation per field.
+type pruner struct {
+	preserve   bool // x-kubernetes-preserve-unknown-fields
+	embedded   bool // x-kubernetes-embedded-resource (and the root)
+	properties map[string]*pruner
+	// hasAdditional: additionalProperties is set; additional is its
+	// schema, nil for a bare true, which keeps keys but prunes below them.
+	hasAdditional bool
+	additional    *pruner
+	items         *pruner
+}
+
+// newPruner builds the pruner of s; nil (no schema) prunes everything
+// in objects below it.
+func newPruner(s *structuralschema.Structural, root bool) *pruner {
+	if s == nil {
+		return nil
+	}
+	p := &pruner{preserve: s.XPreserveUnknownFields, embedded: root || s.XEmbeddedResource}
+	if s.Properties != nil {
+		p.properties = make(map[string]*pruner, len(s.Properties))
+		for name := range s.Properties {
+			prop := s.Properties[name]
+			p.properties[name] = newPruner(&prop, false)
+		}
+	}
+	if s.AdditionalProperties != nil {
+		p.hasAdditional = true
+		p.additional = newPruner(s.AdditionalProperties.Structural, false)
+	}
+	p.items = newPruner(s.Items, false)
+	return p
+}
+
+func isMetaField(k string) bool { return k == "apiVersion" || k == "kind" || k == "metadata" }
+
+// prune prunes obj and, with track, returns the sorted paths it dropped.
+func (p *pruner) prune(obj any, track bool) []string {
+	opts := structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track}
+	p.walk(obj, &opts)
+	sort.Strings(opts.UnknownFieldPaths)
+	return opts.UnknownFieldPaths
+}
+
+func (p *pruner) walk(x any, opts *structuralschema.UnknownFieldPathOptions) {
+	if p != nil && p.preserve {
+		p.walkPreserving(x, opts)
+		return
+	}
+	depth := len(opts.ParentPath)
+	switch x := x.(type) {
+	case map[string]any:
+		if p == nil {
+			for k := range x {
+				opts.RecordUnknownField(k)
+				delete(x, k)
+			}
+			return
+		}
+		for k, v := range x {
+			if p.embedded && isMetaField(k) {
+				continue
+			}
+			if prop, ok := p.properties[k]; ok {
+				opts.AppendKey(k)
+				prop.walk(v, opts)
+				opts.ParentPath = opts.ParentPath[:depth]
+			} else if p.hasAdditional {
+				opts.AppendKey(k)
+				p.additional.walk(v, opts)
+				opts.ParentPath = opts.ParentPath[:depth]
+			} else {
+				if !isMetaField(k) || depth > 0 {
+					opts.RecordUnknownField(k)
+				}
+				delete(x, k)
+			}
+		}
+	case []any:
+		var items *pruner
+		if p != nil {
+			items = p.items
+		}
+		for i, v := range x {
+			opts.AppendIndex(i)
+			items.walk(v, opts)
+			opts.ParentPath = opts.ParentPath[:depth]
+		}
+	}
+}
+
+// walkPreserving keeps unknown fields but prunes below known ones.
+func (p *pruner) walkPreserving(x any, opts *structuralschema.UnknownFieldPathOptions) {
+	if p == nil {
+		return
+	}
+	depth := len(opts.ParentPath)
+	switch x := x.(type) {
+	case map[string]any:
+		for k, v := range x {
+			if p.embedded && isMetaField(k) {
+				continue
+			}
+			if prop, ok := p.properties[k]; ok {
+				opts.AppendKey(k)
+				prop.walk(v, opts)
+				opts.ParentPath = opts.ParentPath[:depth]
+			} else if p.hasAdditional {
+				opts.AppendKey(k)
+				p.additional.walk(v, opts)
+				opts.ParentPath = opts.ParentPath[:depth]
+			}
+		}
+	case []any:
+		for i, v := range x {
+			opts.AppendIndex(i)
+			p.items.walkPreserving(v, opts)
+			opts.ParentPath = opts.ParentPath[:depth]
+		}
+	}
+}
