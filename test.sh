@@ -37,6 +37,7 @@ for target in \
   ./internal/request:FuzzDecodeObject \
   ./internal/request:FuzzParse \
   ./internal/jsonraw:FuzzSetResourceVersion \
+  ./internal/jsonraw:FuzzDecode \
   ./internal/resource:FuzzDecodeContinue \
   ./integration:FuzzPatch \
   ./integration:FuzzListQuery; do

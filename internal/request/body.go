@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/crdserver/crdserver/internal/jsonraw"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
@@ -101,6 +102,9 @@ func DecodeObjectStrict(body []byte, mediaType, kind string) (map[string]any, []
 	j, err := ToJSON(body, mediaType, kind)
 	if err != nil {
 		return nil, nil, err
+	}
+	if obj, ok := jsonraw.Decode(j); ok {
+		return obj, nil, nil
 	}
 	var obj map[string]any
 	strict, err := kjson.UnmarshalStrict(j, &obj, kjson.DisallowDuplicateFields)
