@@ -46,7 +46,7 @@ func NewAuthenticator(o Options) (*Authenticator, error) {
 	if o.ClientCAs != nil {
 		opts := x509request.DefaultVerifyOptions()
 		opts.Roots = o.ClientCAs
-		chain = append(chain, x509request.New(opts, x509request.CommonNameUserConversion))
+		chain = append(chain, newCachedCerts(x509request.New(opts, x509request.CommonNameUserConversion)))
 	}
 	if o.TokenFile != "" {
 		tokens, err := tokenfile.NewCSV(o.TokenFile)
