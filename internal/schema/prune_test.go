@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -82,5 +83,40 @@ func addMeta(r *rand.Rand, v any) {
 		for _, x := range v {
 			addMeta(r, x)
 		}
+	}
+}
+
+// TestPlainMetaIsKeptByTheRoundTrip: metadata that plainMeta lets skip
+// the trip through ObjectMeta comes back from that trip unchanged and
+// without unknown fields; and metadata it does not let skip is metadata
+// the trip would change (for the shapes tried here).
+func TestPlainMetaIsKeptByTheRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	values := []any{"x", "", nil, int64(1), map[string]any{}, map[string]any{"a": "b"}, map[string]any{"a": ""}, map[string]any{"a": int64(1)}, []any{"x"}}
+	keys := []string{"name", "generateName", "namespace", "labels", "annotations", "uid", "bogus"}
+	plain := 0
+	for n := 0; n < 60000; n++ {
+		md := map[string]any{}
+		for i := r.Intn(4); i > 0; i-- {
+			md[keys[r.Intn(len(keys))]] = values[r.Intn(len(values))]
+		}
+		if !plainMeta(md) {
+			continue
+		}
+		plain++
+		obj := map[string]any{"metadata": runtime.DeepCopyJSONValue(md)}
+		meta, found, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
+		if err != nil || !found || len(unknown) != 0 {
+			t.Fatalf("%v: %v %v %v", md, found, unknown, err)
+		}
+		if err := schemaobjectmeta.SetObjectMeta(obj, meta); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(obj["metadata"], md) {
+			t.Fatalf("the round trip changes %#v into %#v", md, obj["metadata"])
+		}
+	}
+	if plain < 1000 {
+		t.Fatalf("only %d plain metadata tried", plain)
 	}
 }

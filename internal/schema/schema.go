@@ -13,6 +13,7 @@ import (
 	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
@@ -142,9 +143,15 @@ func (v *Version) Coerce(obj map[string]any, track bool) ([]string, error) {
 	av, kind, md := obj["apiVersion"], obj["kind"], obj["metadata"]
 	// Metadata is ObjectMeta: what it does not know is unknown too. (Malformed
 	// metadata is left for validation to report.)
-	meta, found, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: track})
-	if err != nil {
-		found, unknown = false, nil
+	var meta *metav1.ObjectMeta
+	var found bool
+	var unknown []string
+	if m, ok := md.(map[string]any); !ok || !plainMeta(m) {
+		var err error
+		meta, found, unknown, err = schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: track})
+		if err != nil {
+			found, unknown = false, nil
+		}
 	}
 	unknown = append(unknown, v.pruner.prune(obj, track)...)
 	if hasNull(obj) {
@@ -173,6 +180,37 @@ func (v *Version) Coerce(obj map[string]any, track bool) ([]string, error) {
 		obj["metadata"] = md
 	}
 	return unknown, nil
+}
+
+// plainMeta reports metadata that going through ObjectMeta would leave as
+// it is: only non-empty name, generateName and namespace strings and
+// non-empty label and annotation maps of strings. (Anything else, such as
+// a null, an empty string or an unknown field, takes the round trip.)
+func plainMeta(m map[string]any) bool {
+	if len(m) == 0 {
+		return false
+	}
+	for k, v := range m {
+		switch k {
+		case "name", "generateName", "namespace":
+			if s, ok := v.(string); !ok || s == "" {
+				return false
+			}
+		case "labels", "annotations":
+			vm, ok := v.(map[string]any)
+			if !ok || len(vm) == 0 {
+				return false
+			}
+			for _, x := range vm {
+				if _, ok := x.(string); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // CoerceStored prunes an object read from storage (and converted) for
