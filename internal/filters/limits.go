@@ -2,7 +2,9 @@ package filters
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -90,7 +92,15 @@ func WithRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 		tw := &timeoutWriter{w: w, h: w.Header().Clone()}
 		done := make(chan any, 1)
 		go func() {
-			defer func() { done <- recover() }()
+			defer func() {
+				if p := recover(); p != nil {
+					// Re-raised below, on the request's goroutine: keep
+					// where it happened.
+					done <- fmt.Sprintf("%v\n\nin the handler's goroutine:\n%s", p, debug.Stack())
+					return
+				}
+				done <- nil
+			}()
 			next.ServeHTTP(tw, r.WithContext(ctx))
 		}()
 		select {
