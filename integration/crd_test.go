@@ -162,8 +162,16 @@ func TestCRDDeleteRemovesObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal("CRD not removed")
 	}
-	if r := e.do("GET", "/apis/stable.example.com/v1/crontabs", ""); r.code != http.StatusNotFound {
-		t.Fatalf("resource still served: %d", r.code)
+	// The resource stops being served when the registry sees the CRD go
+	// (a watch event, as kube-apiserver's CRD handler sees it in its
+	// informer): moments later, not necessarily before the GET above.
+	var last int
+	err = wait.PollUntilContextTimeout(e.ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		last = e.do("GET", "/apis/stable.example.com/v1/crontabs", "").code
+		return last == http.StatusNotFound, nil
+	})
+	if err != nil {
+		t.Fatalf("resource still served: %d", last)
 	}
 	// Created again, it starts empty.
 	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))

@@ -89,7 +89,7 @@ func WithRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()
-		tw := &timeoutWriter{w: w, h: w.Header().Clone()}
+		tw := &timeoutWriter{w: w, h: w.Header().Clone(), expired: ctx.Done()}
 		done := make(chan any, 1)
 		go func() {
 			defer func() {
@@ -108,6 +108,11 @@ func WithRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 			if p != nil {
 				panic(p)
 			}
+			// Done just after the deadline: what it tried to write then
+			// was dropped, and the client gets the 504 it would have got.
+			if tw.timeout() && ctx.Err() != nil {
+				request.WriteError(w, r, apierrors.NewTimeoutError("request did not complete within requested timeout - "+ctx.Err().Error(), 0))
+			}
 		case <-ctx.Done():
 			if tw.timeout() {
 				request.WriteError(w, r, apierrors.NewTimeoutError("request did not complete within requested timeout - "+ctx.Err().Error(), 0))
@@ -125,13 +130,25 @@ type timeoutWriter struct {
 	h        http.Header
 	wrote    bool
 	timedOut bool
+	// expired closes at the deadline: a response not begun by then is
+	// not begun at all, even if the handler gets there before the filter
+	// notices.
+	expired <-chan struct{}
 }
 
 func (t *timeoutWriter) Header() http.Header { return t.h }
 
-func (t *timeoutWriter) writeHeaderLocked(code int) {
+// writeHeaderLocked starts the response, unless the deadline has passed;
+// it reports whether the response goes on.
+func (t *timeoutWriter) writeHeaderLocked(code int) bool {
 	if t.wrote {
-		return
+		return true
+	}
+	select {
+	case <-t.expired:
+		t.timedOut = true
+		return false
+	default:
 	}
 	t.wrote = true
 	dst := t.w.Header()
@@ -139,6 +156,7 @@ func (t *timeoutWriter) writeHeaderLocked(code int) {
 		dst[k] = v
 	}
 	t.w.WriteHeader(code)
+	return true
 }
 
 func (t *timeoutWriter) WriteHeader(code int) {
@@ -156,14 +174,16 @@ func (t *timeoutWriter) Write(b []byte) (int, error) {
 	if t.timedOut {
 		return 0, http.ErrHandlerTimeout
 	}
-	t.writeHeaderLocked(http.StatusOK)
+	if !t.writeHeaderLocked(http.StatusOK) {
+		return 0, http.ErrHandlerTimeout
+	}
 	return t.w.Write(b)
 }
 
 func (t *timeoutWriter) Flush() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.timedOut {
+	if t.timedOut || !t.writeHeaderLocked(http.StatusOK) {
 		return
 	}
 	if f, ok := t.w.(http.Flusher); ok {

@@ -101,6 +101,15 @@ func TestRequestTimeout(t *testing.T) {
 	if rec.Code != 504 || st.Reason != metav1.StatusReasonTimeout || st.Message != "Timeout: request did not complete within requested timeout - context deadline exceeded" {
 		t.Fatalf("timed out request: %d %s", rec.Code, rec.Body)
 	}
+	// A handler that gives up at the deadline without writing: 504 too.
+	quiet := WithRequestTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}), 10*time.Millisecond)
+	rec = httptest.NewRecorder()
+	quiet.ServeHTTP(rec, req("GET", "/apis/g/v1/namespaces/a/things", nil))
+	if st := status(t, rec); rec.Code != 504 || st.Reason != metav1.StatusReasonTimeout {
+		t.Fatalf("handler that gave up: %d %s", rec.Code, rec.Body)
+	}
 	// A request that answers in time is untouched, headers included.
 	fast := WithRequestTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Test", "1")
