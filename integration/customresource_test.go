@@ -386,6 +386,14 @@ func TestScaleSubresource(t *testing.T) {
 	expectStatus(t, e.do("PUT", scale, mustJSON(s)), http.StatusConflict, metav1.StatusReasonConflict, "")
 	expectStatus(t, e.do("PATCH", scale, `{"spec":{"replicas":15}}`, "Content-Type", "application/merge-patch+json"), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "spec.replicas: Invalid value: 15: spec.replicas in body should be less than or equal to 10")
 	expectStatus(t, e.do("PATCH", scale, `{"spec":{"replicas":-1}}`, "Content-Type", "application/merge-patch+json"), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, `CronTab.stable.example.com "s" is invalid: .spec.replicas: Invalid value: -1: should be a non-negative integer`)
+	// JSON patches of the Scale: applied as on the object, failures 422.
+	if r := e.do("PATCH", scale, `[{"op":"test","path":"/kind","value":"Scale"},{"op":"replace","path":"/spec/replicas","value":6},{"op":"test","path":"/spec/replicas","value":6},{"op":"replace","path":"/spec/replicas","value":7}]`, "Content-Type", "application/json-patch+json"); r.code != http.StatusOK || !contains(r.body, `"spec":{"replicas":7}`) {
+		t.Fatalf("JSON patch of scale: %d %s", r.code, r.body)
+	}
+	for _, p := range []string{`[{"op":"test","path":"/spec/replicas","value":99}]`, `[{"op":"test","path":""}]`} {
+		expectStatus(t, e.do("PATCH", scale, p, "Content-Type", "application/json-patch+json"), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "the server rejected our request due to an error in our request")
+	}
+	expectStatus(t, e.do("PATCH", scale, `{"op":"test"}`, "Content-Type", "application/json-patch+json"), http.StatusBadRequest, metav1.StatusReasonBadRequest, "")
 	// Status replicas and the selector come from status.
 	got, _ = e.dyn.Resource(crontabs).Namespace("default").Get(e.ctx, "s", metav1.GetOptions{})
 	got.Object["status"] = map[string]any{"replicas": int64(2), "labelSelector": "app=cron"}

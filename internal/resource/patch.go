@@ -79,13 +79,7 @@ func (c *call) patch(sub string) {
 			c.fail(apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops))))
 			return
 		}
-		apply = func(doc []byte) ([]byte, error) {
-			out, err := applyJSONPatch(ops, doc)
-			if err != nil {
-				return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
-			}
-			return out, nil
-		}
+		apply = func(doc []byte) ([]byte, error) { return applyJSONPatch(ops, doc) }
 	case request.MergePatch:
 		apply = func(doc []byte) ([]byte, error) {
 			out, err := jsonpatch.MergePatch(doc, body)
@@ -135,12 +129,22 @@ func (c *call) patch(sub string) {
 	c.respond(http.StatusOK, raw)
 }
 
-// applyJSONPatch applies a JSON patch. The library panics on a "test" of
-// the whole document ("path": "") without a value; such a test compares
-// the document with null, which an object never equals, so it fails as
-// any failed test does. Any other panic of the library is an error too:
-// bad input must not become a 500.
-func applyJSONPatch(ops jsonpatch.Patch, doc []byte) (out []byte, err error) {
+// applyJSONPatch applies a JSON patch to an object or its scale; what
+// cannot be applied is 422, as Kubernetes answers. The library panics on
+// a "test" of the whole document ("path": "") without a value; such a
+// test compares the document with null, which an object never equals, so
+// it fails as any failed test does. Any other panic of the library is a
+// 422 too: bad input must not become a 500 (kube-apiserver drops the
+// connection).
+func applyJSONPatch(ops jsonpatch.Patch, doc []byte) ([]byte, error) {
+	out, err := applyJSONPatchOps(ops, doc)
+	if err != nil {
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+	}
+	return out, nil
+}
+
+func applyJSONPatchOps(ops jsonpatch.Patch, doc []byte) (out []byte, err error) {
 	for _, op := range ops {
 		if op.Kind() != "test" {
 			continue

@@ -24,7 +24,7 @@ func TestApplyJSONPatchTestsOfTheWholeDocument(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = applyJSONPatch(ops, doc)
+		_, err = applyJSONPatchOps(ops, doc)
 		if (err == nil) != c.ok {
 			t.Errorf("%s: %v", c.patch, err)
 		}

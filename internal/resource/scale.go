@@ -178,15 +178,17 @@ func (c *call) updateScale(patch bool) {
 		case mt == request.MergePatch || mt == request.JSONPatch:
 			curJSON, _ := json.Marshal(cur)
 			if mt == request.MergePatch {
-				doc, err = jsonpatch.MergePatch(curJSON, body)
-			} else {
-				var ops jsonpatch.Patch
-				if ops, err = jsonpatch.DecodePatch(body); err == nil {
-					doc, err = ops.Apply(curJSON)
+				if doc, err = jsonpatch.MergePatch(curJSON, body); err != nil {
+					return nil, apierrors.NewBadRequest(err.Error())
 				}
-			}
-			if err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
+			} else {
+				ops, err := jsonpatch.DecodePatch(body)
+				if err != nil {
+					return nil, apierrors.NewBadRequest(err.Error())
+				}
+				if doc, err = applyJSONPatch(ops, curJSON); err != nil {
+					return nil, err
+				}
 			}
 		default:
 			return nil, request.UnsupportedMediaType(request.JSONPatch + ", " + request.MergePatch)
