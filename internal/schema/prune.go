@@ -49,14 +49,18 @@ func isMetaField(k string) bool { return k == "apiVersion" || k == "kind" || k =
 // prune prunes obj and, with track, returns the sorted paths it dropped.
 func (p *pruner) prune(obj any, track bool) []string {
 	opts := structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track}
-	p.walk(obj, &opts)
+	p.walk(obj, &opts, false)
 	sort.Strings(opts.UnknownFieldPaths)
 	return opts.UnknownFieldPaths
 }
 
-func (p *pruner) walk(x any, opts *structuralschema.UnknownFieldPathOptions) {
-	if p != nil && p.preserve {
-		p.walkPreserving(x, opts)
+// walk prunes x. With keep (x-kubernetes-preserve-unknown-fields here, or
+// on the list x is an item of), unknown fields stay, but known ones are
+// still pruned below; a list passes keep on to its items, an object does
+// not.
+func (p *pruner) walk(x any, opts *structuralschema.UnknownFieldPathOptions, keep bool) {
+	keep = keep || (p != nil && p.preserve)
+	if keep && p == nil {
 		return
 	}
 	depth := len(opts.ParentPath)
@@ -75,13 +79,13 @@ func (p *pruner) walk(x any, opts *structuralschema.UnknownFieldPathOptions) {
 			}
 			if prop, ok := p.properties[k]; ok {
 				opts.AppendKey(k)
-				prop.walk(v, opts)
+				prop.walk(v, opts, false)
 				opts.ParentPath = opts.ParentPath[:depth]
 			} else if p.hasAdditional {
 				opts.AppendKey(k)
-				p.additional.walk(v, opts)
+				p.additional.walk(v, opts, false)
 				opts.ParentPath = opts.ParentPath[:depth]
-			} else {
+			} else if !keep {
 				if !isMetaField(k) || depth > 0 {
 					opts.RecordUnknownField(k)
 				}
@@ -95,38 +99,7 @@ func (p *pruner) walk(x any, opts *structuralschema.UnknownFieldPathOptions) {
 		}
 		for i, v := range x {
 			opts.AppendIndex(i)
-			items.walk(v, opts)
-			opts.ParentPath = opts.ParentPath[:depth]
-		}
-	}
-}
-
-// walkPreserving keeps unknown fields but prunes below known ones.
-func (p *pruner) walkPreserving(x any, opts *structuralschema.UnknownFieldPathOptions) {
-	if p == nil {
-		return
-	}
-	depth := len(opts.ParentPath)
-	switch x := x.(type) {
-	case map[string]any:
-		for k, v := range x {
-			if p.embedded && isMetaField(k) {
-				continue
-			}
-			if prop, ok := p.properties[k]; ok {
-				opts.AppendKey(k)
-				prop.walk(v, opts)
-				opts.ParentPath = opts.ParentPath[:depth]
-			} else if p.hasAdditional {
-				opts.AppendKey(k)
-				p.additional.walk(v, opts)
-				opts.ParentPath = opts.ParentPath[:depth]
-			}
-		}
-	case []any:
-		for i, v := range x {
-			opts.AppendIndex(i)
-			p.items.walkPreserving(v, opts)
+			items.walk(v, opts, keep)
 			opts.ParentPath = opts.ParentPath[:depth]
 		}
 	}

@@ -62,7 +62,15 @@ func Compile(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Ve
 	if err := structuraldefaulting.PruneDefaults(s); err != nil {
 		return nil, fmt.Errorf("pruning the defaults of %s: %w", version, err)
 	}
-	v := &Version{structural: s, hasDefault: hasDefault(s), hasEmbedded: hasEmbedded(s), hasListTypes: hasListTypes(s), pruner: newPruner(s, true)}
+	v := &Version{
+		structural:  s,
+		hasDefault:  anyNode(s, func(n *structuralschema.Structural) bool { return n.Default.Object != nil }),
+		hasEmbedded: anyNode(s, func(n *structuralschema.Structural) bool { return n.XEmbeddedResource }),
+		hasListTypes: anyNode(s, func(n *structuralschema.Structural) bool {
+			return n.XListType != nil && (*n.XListType == "set" || *n.XListType == "map")
+		}),
+		pruner: newPruner(s, true),
+	}
 	var openapi *spec.Schema
 	if v.validator, openapi, err = apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema); err != nil {
 		return nil, err
@@ -81,52 +89,10 @@ func Compile(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Ve
 		}
 	}
 	v.celSchema = newCELSchema(s, true)
-	if hasValidations(s) {
+	if anyNode(s, func(n *structuralschema.Structural) bool { return len(n.XValidations) > 0 }) {
 		v.cel = newCELNode(s, s, v.celSchema, true, model.SchemaDeclType(s, true), environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	}
 	return v, nil
-}
-
-func hasDefault(s *structuralschema.Structural) bool {
-	if s == nil {
-		return false
-	}
-	if s.Default.Object != nil {
-		return true
-	}
-	for _, p := range s.Properties {
-		if hasDefault(&p) {
-			return true
-		}
-	}
-	if s.Items != nil && hasDefault(s.Items) {
-		return true
-	}
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil && hasDefault(s.AdditionalProperties.Structural) {
-		return true
-	}
-	return false
-}
-
-func hasValidations(s *structuralschema.Structural) bool {
-	if s == nil {
-		return false
-	}
-	if len(s.XValidations) > 0 {
-		return true
-	}
-	for _, p := range s.Properties {
-		if hasValidations(&p) {
-			return true
-		}
-	}
-	if s.Items != nil && hasValidations(s.Items) {
-		return true
-	}
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil && hasValidations(s.AdditionalProperties.Structural) {
-		return true
-	}
-	return false
 }
 
 // HasDefaults reports whether the schema defaults anything.
@@ -242,24 +208,6 @@ func (v *Version) CoerceStored(obj map[string]any) error {
 	return nil
 }
 
-func hasEmbedded(s *structuralschema.Structural) bool {
-	if s == nil {
-		return false
-	}
-	if s.XEmbeddedResource {
-		return true
-	}
-	for _, p := range s.Properties {
-		if hasEmbedded(&p) {
-			return true
-		}
-	}
-	if s.Items != nil && hasEmbedded(s.Items) {
-		return true
-	}
-	return s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil && hasEmbedded(s.AdditionalProperties.Structural)
-}
-
 // Default applies the schema's defaults.
 func (v *Version) Default(obj map[string]any) {
 	if v == nil || !v.hasDefault {
@@ -341,24 +289,25 @@ func (v *Version) validateCEL(ctx context.Context, obj, old map[string]any, prio
 	return errs
 }
 
-// hasListTypes reports set and map lists, the ones whose items must be
-// unique.
-func hasListTypes(s *structuralschema.Structural) bool {
+// anyNode reports whether some node of s (properties, items and
+// additionalProperties, all the way down) satisfies is.
+func anyNode(s *structuralschema.Structural, is func(*structuralschema.Structural) bool) bool {
 	if s == nil {
 		return false
 	}
-	if s.XListType != nil && (*s.XListType == "set" || *s.XListType == "map") {
+	if is(s) {
 		return true
 	}
-	for _, p := range s.Properties {
-		if hasListTypes(&p) {
+	for name := range s.Properties {
+		p := s.Properties[name]
+		if anyNode(&p, is) {
 			return true
 		}
 	}
-	if s.Items != nil && hasListTypes(s.Items) {
+	if s.AdditionalProperties != nil && anyNode(s.AdditionalProperties.Structural, is) {
 		return true
 	}
-	return s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil && hasListTypes(s.AdditionalProperties.Structural)
+	return anyNode(s.Items, is)
 }
 
 // hasNull reports a null anywhere in a decoded object: without one,
