@@ -21,12 +21,13 @@ import (
 // network), so ns/op and allocs/op are the server's whole work for one
 // request: decoding, schema, managed fields, the etcd write and encoding.
 
-// benchServer starts a server with one CRD for a benchmark.
-func benchServer(b *testing.B, crdYAML string) (*server.Server, context.Context) {
+// plainServer starts a plain-HTTP server, whose handler benchmarks and
+// fuzz targets call directly (plain HTTP trusts every request), with the
+// CRD of crdYAML installed and established.
+func plainServer(b testing.TB, crdYAML string) (*server.Server, context.Context) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	// Plain HTTP trusts every request: the handler is called directly.
 	srv, err := server.Start(ctx, server.Config{DataDir: b.TempDir(), ShutdownTimeout: 5 * time.Second, Insecure: true})
 	if err != nil {
 		b.Fatal(err)
@@ -118,7 +119,7 @@ func wideObject(name string, gen int) string {
 // BenchmarkServerSideApply2KiB applies a 2 KiB object that changes one
 // field each time: the field manager, the schema and the etcd write.
 func BenchmarkServerSideApply2KiB(b *testing.B) {
-	srv, _ := benchServer(b, wideCRD())
+	srv, _ := plainServer(b, wideCRD())
 	h := srv.Handler()
 	const path = "/apis/bench.example.com/v1/namespaces/default/wides/w?fieldManager=bench"
 	if n := len(wideObject("w", 0)); n < 2048 {
@@ -139,7 +140,7 @@ func BenchmarkServerSideApply2KiB(b *testing.B) {
 // BenchmarkMergePatch2KiB is the same write as a merge patch, for
 // comparison: what server-side apply costs on top.
 func BenchmarkMergePatch2KiB(b *testing.B) {
-	srv, _ := benchServer(b, wideCRD())
+	srv, _ := plainServer(b, wideCRD())
 	h := srv.Handler()
 	serve(b, h, "POST", "/apis/bench.example.com/v1/namespaces/default/wides", "application/json", "", wideObject("w", 0), http.StatusCreated)
 	bodies := make([]string, b.N)
@@ -156,7 +157,7 @@ func BenchmarkMergePatch2KiB(b *testing.B) {
 // BenchmarkTable500 lists 500 objects as a Table with printer columns, as
 // kubectl get asks for them.
 func BenchmarkTable500(b *testing.B) {
-	srv, _ := benchServer(b, `apiVersion: apiextensions.k8s.io/v1
+	srv, _ := plainServer(b, `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: crontabs.stable.example.com}
 spec:

@@ -10,39 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crdserver/crdserver/server"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
 )
 
 // fuzzServer starts one plain-HTTP server (its handler is called directly)
 // with the CronTab CRD and an object "target" in it.
 func fuzzServer(f *testing.F) http.Handler {
 	f.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	f.Cleanup(cancel)
-	srv, err := server.Start(ctx, server.Config{DataDir: f.TempDir(), Insecure: true, ShutdownTimeout: 5 * time.Second,
-		Logger: nil})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = srv.Close() })
-	if err := srv.WaitReady(ctx); err != nil {
-		f.Fatal(err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(fuzzCRD), crd); err != nil {
-		f.Fatal(err)
-	}
-	ext := apiextensionsclient.NewForConfigOrDie(srv.RESTConfig())
-	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		f.Fatal(err)
-	}
+	srv, ctx := plainServer(f, fuzzCRD)
 	h := srv.Handler()
-	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("POST", ctPath, strings.NewReader(`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"target","labels":{"a":"b"}},"spec":{"cronSpec":"* * * * *","image":"i","replicas":1,"list":[{"name":"x","v":1}]}}`)))
 		return rec.Code == http.StatusCreated, nil
