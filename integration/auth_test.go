@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crdserver/crdserver/internal/certs"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/crdserver/crdserver/internal/pki"
 	"github.com/crdserver/crdserver/server"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // client is a raw HTTPS client of a server with the given credentials.
@@ -137,7 +137,7 @@ func TestAuthentication(t *testing.T) {
 		t.Fatalf("system:masters certificate: %d %s", r.code, r.body)
 	}
 	// A certificate from another CA is 401, not a failed handshake.
-	other, _, err := certs.SelfSigned("mallory")
+	other, _, err := selfSigned("mallory")
 	if err != nil {
 		t.Fatal(err)
 	}

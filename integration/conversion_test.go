@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
-	"github.com/crdserver/crdserver/internal/certs"
-	"github.com/crdserver/crdserver/server"
+	certutil "k8s.io/client-go/util/cert"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +25,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
+	"github.com/crdserver/crdserver/server"
 )
 
 var nameField = regexp.MustCompile(`"name":"[^"]*"`)
@@ -54,7 +56,7 @@ func (w *webhookServer) set(h http.Handler) {
 
 func startWebhook(t *testing.T, h http.Handler, dnsNames ...string) *webhookServer {
 	t.Helper()
-	cert, caPEM, err := certs.SelfSigned("webhook", dnsNames...)
+	cert, caPEM, err := selfSigned("webhook", dnsNames...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,4 +448,16 @@ func TestStorageVersionMigration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("removing the migrated version: %v", err)
 	}
+}
+
+// selfSigned makes a serving certificate for 127.0.0.1, ::1 and dnsNames
+// with client-go's certificate helper, and returns it with the PEM that
+// trusts it (a caBundle).
+func selfSigned(name string, dnsNames ...string) (tls.Certificate, []byte, error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(name, []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, dnsNames)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	return cert, certPEM, err
 }

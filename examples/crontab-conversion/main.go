@@ -20,8 +20,9 @@ import (
 	"strings"
 	"time"
 
+	certutil "k8s.io/client-go/util/cert"
+
 	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
-	"github.com/crdserver/crdserver/internal/certs"
 )
 
 func main() {
@@ -38,10 +39,16 @@ func main() {
 	if *certFile != "" {
 		cert, err = tls.LoadX509KeyPair(*certFile, *keyFile)
 	} else {
-		var pemCert []byte
-		cert, pemCert, err = certs.SelfSigned("crontab-conversion", strings.Split(*names, ",")...)
+		// client-go's helper makes a CA and a serving certificate signed
+		// by it, for the loopback addresses and the DNS names.
+		var certPEM, keyPEM []byte
+		certPEM, keyPEM, err = certutil.GenerateSelfSignedCertKey("crontab-conversion",
+			[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, strings.Split(*names, ","))
+		if err == nil {
+			cert, err = tls.X509KeyPair(certPEM, keyPEM)
+		}
 		if err == nil && *certOut != "" {
-			err = os.WriteFile(*certOut, pemCert, 0o644)
+			err = os.WriteFile(*certOut, certPEM, 0o644)
 		}
 	}
 	if err != nil {

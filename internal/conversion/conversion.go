@@ -1,12 +1,93 @@
 package conversion
 
 import (
+	"context"
 	"fmt"
 	"time"
 
-	"github.com/crdserver/crdserver/internal/resource"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/schema"
 )
+
+// Converter converts encoded objects of one resource between its versions.
+type Converter interface {
+	// Convert converts objs to the apiVersion to. Objects already in that
+	// version come back as they are.
+	Convert(ctx context.Context, objs [][]byte, to string) (Result, error)
+}
+
+// Result is what a conversion returns.
+type Result struct {
+	// Objects are the objects in the wanted version, in order.
+	Objects [][]byte
+	// Changed says which of Objects are new encodings made by the
+	// conversion rather than the input as it was (nil: none is).
+	Changed []bool
+}
+
+// changedAt reports whether Objects[i] was made by the conversion.
+func (r Result) changedAt(i int) bool { return r.Changed != nil && r.Changed[i] }
+
+// unchanged is the Result of a conversion that had nothing to do.
+func unchanged(objs [][]byte) Result { return Result{Objects: objs} }
+
+// Closer is a converter that holds resources (a webhook's connections).
+type Closer interface {
+	// Close releases idle resources; conversions in flight may go on.
+	Close()
+}
+
+// Close closes c if it holds resources.
+func Close(c Converter) {
+	if cl, ok := c.(Closer); ok {
+		cl.Close()
+	}
+}
+
+// None converts between versions whose schemas hold the same fields by
+// changing apiVersion only: Kubernetes' None strategy, and every built-in
+// resource's conversion here.
+type None struct{}
+
+// Convert implements Converter.
+func (None) Convert(_ context.Context, objs [][]byte, to string) (Result, error) {
+	res := unchanged(objs)
+	for i, o := range objs {
+		cur, _, err := jsonraw.String(o, "apiVersion")
+		if err != nil {
+			return Result{}, err
+		}
+		if cur == to {
+			continue
+		}
+		if res.Changed == nil {
+			res.Objects = append([][]byte(nil), objs...)
+			res.Changed = make([]bool, len(objs))
+		}
+		if res.Objects[i], err = jsonraw.SetString(o, "apiVersion", to); err != nil {
+			return Result{}, err
+		}
+		res.Changed[i] = true
+	}
+	return res, nil
+}
+
+// Failing answers every conversion with the error that kept a CRD's
+// converter from being built; objects already in the wanted version pass.
+type Failing struct{ Err error }
+
+// Convert implements Converter.
+func (f Failing) Convert(_ context.Context, objs [][]byte, to string) (Result, error) {
+	for _, o := range objs {
+		if av, _, _ := jsonraw.String(o, "apiVersion"); av != to {
+			return Result{}, apierrors.NewInternalError(fmt.Errorf("conversion to %s failed: %v", to, f.Err))
+		}
+	}
+	return unchanged(objs), nil
+}
 
 // Options tune webhook conversion.
 type Options struct {
@@ -30,17 +111,30 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// ForCRD returns the converter of a CRD's objects.
-func ForCRD(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (resource.Converter, error) {
+// Strategy returns the converter spec.conversion of a CRD asks for: None,
+// or a Webhook.
+func Strategy(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (Converter, error) {
 	opts = opts.withDefaults()
 	if crd.Spec.Conversion == nil {
-		return resource.ApiVersionConverter{}, nil
+		return None{}, nil
 	}
 	switch crd.Spec.Conversion.Strategy {
 	case apiextensionsv1.NoneConverter, "":
-		return resource.ApiVersionConverter{}, nil
+		return None{}, nil
 	case apiextensionsv1.WebhookConverter:
 		return newWebhook(crd, opts)
 	}
 	return nil, fmt.Errorf("unknown conversion strategy %q for CRD %s", crd.Spec.Conversion.Strategy, crd.Name)
+}
+
+// ForCRD returns the converter of a CRD's objects: its strategy, followed
+// by the target version's schema (see WithSchemas). schemaRev is the
+// revision of the CRD write that brought schemas. A strategy that cannot
+// be built gives a Failing converter and the error, for the log.
+func ForCRD(crd *apiextensionsv1.CustomResourceDefinition, schemas map[string]*schema.Version, schemaRev int64, opts Options) (Converter, error) {
+	inner, err := Strategy(crd, opts)
+	if err != nil {
+		inner = Failing{Err: err}
+	}
+	return &WithSchemas{Inner: inner, Schemas: schemas, SchemaRev: schemaRev}, err
 }

@@ -114,16 +114,16 @@ func ServiceKey(namespace, name string, port int32) string {
 // Close releases the webhook's idle connections.
 func (w *Webhook) Close() { w.client.CloseIdleConnections() }
 
-// Convert implements resource.Converter: the objects not yet in version
-// to go to the webhook, in calls of at most MaxObjectsPerCall objects; the
-// others are returned as they are.
-func (w *Webhook) Convert(ctx context.Context, objs [][]byte, to string) ([][]byte, error) {
+// Convert implements Converter: the objects not yet in version to go to
+// the webhook, in calls of at most MaxObjectsPerCall objects; the others
+// are returned as they are.
+func (w *Webhook) Convert(ctx context.Context, objs [][]byte, to string) (Result, error) {
 	var todo []int
 	from := ""
 	for i, o := range objs {
 		av, _, err := jsonraw.String(o, "apiVersion")
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return Result{}, apierrors.NewInternalError(err)
 		}
 		if av != to {
 			todo = append(todo, i)
@@ -133,9 +133,9 @@ func (w *Webhook) Convert(ctx context.Context, objs [][]byte, to string) ([][]by
 		}
 	}
 	if len(todo) == 0 {
-		return objs, nil
+		return unchanged(objs), nil
 	}
-	out := append([][]byte(nil), objs...)
+	res := Result{Objects: append([][]byte(nil), objs...), Changed: make([]bool, len(objs))}
 	gvk := fmt.Sprintf("%s, Kind=%s", from, w.kind)
 	for start := 0; start < len(todo); start += w.maxObjects {
 		idx := todo[start:min(start+w.maxObjects, len(todo))]
@@ -145,13 +145,13 @@ func (w *Webhook) Convert(ctx context.Context, objs [][]byte, to string) ([][]by
 		}
 		converted, err := w.call(ctx, in, to, gvk)
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return Result{}, apierrors.NewInternalError(err)
 		}
 		for j, i := range idx {
-			out[i] = converted[j]
+			res.Objects[i], res.Changed[i] = converted[j], true
 		}
 	}
-	return out, nil
+	return res, nil
 }
 
 // call sends one ConversionReview and checks the answer.

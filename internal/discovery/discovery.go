@@ -56,7 +56,7 @@ func (h *Handler) groups() []*groupVersions {
 		}
 	}
 	for _, g := range order {
-		registry.SortVersions(g.versions)
+		resource.SortVersions(g.versions)
 		for _, rs := range g.resources {
 			sort.SliceStable(rs, func(i, j int) bool { return rs[i].Plural < rs[j].Plural })
 		}
@@ -253,7 +253,7 @@ func subresources(res *resource.Resource, ver string) []subresource {
 	if v != nil && v.Scale != nil {
 		out = append(out, subresource{name: "scale", verbs: []string{"get", "patch", "update"}, group: "autoscaling", version: "v1", kind: "Scale"})
 	}
-	if res.Group == "" && res.Plural == "namespaces" {
+	if _, ok := res.Strategy.(resource.FinalizeStrategy); ok {
 		out = append(out, subresource{name: "finalize", verbs: []string{"update"}})
 	}
 	return out

@@ -1,6 +1,7 @@
 package loopback
 
 import (
+	"context"
 	"github.com/crdserver/crdserver/internal/auth"
 	"io"
 	"net/http"
@@ -24,11 +25,20 @@ func Config(h http.Handler) *rest.Config {
 	}
 }
 
+type internalKey struct{}
+
+// IsInternal reports whether a request comes from crdserver itself, through
+// a Transport: nothing a client sends can make it so.
+func IsInternal(ctx context.Context) bool {
+	v, _ := ctx.Value(internalKey{}).(bool)
+	return v
+}
+
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// The controllers are crdserver itself: trusted, as kube-apiserver
 	// trusts its loopback client.
-	req = req.WithContext(auth.WithUser(req.Context(), auth.Loopback))
+	req = req.WithContext(context.WithValue(auth.WithUser(req.Context(), auth.Loopback), internalKey{}, true))
 	pr, pw := io.Pipe()
 	w := &writer{header: http.Header{}, pw: pw, started: make(chan struct{})}
 	go func() {

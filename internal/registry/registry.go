@@ -3,23 +3,20 @@ package registry
 import (
 	"context"
 	"fmt"
-	"github.com/crdserver/crdserver/internal/rbac"
 	"log/slog"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crdserver/crdserver/internal/apis/apiextensions"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/resource"
 	crschema "github.com/crdserver/crdserver/internal/schema"
 	"github.com/crdserver/crdserver/internal/store"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/dynamic"
-
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 )
 
 // served is one version of one resource.
@@ -32,12 +29,17 @@ type served struct {
 // publishes a new Index; requests hold on to the one they started with.
 type Index struct {
 	byGVR map[schema.GroupVersionResource]served
+	// storage finds a resource by group/version/resource in its storage
+	// version, served or not (see LookupStorage).
+	storage map[schema.GroupVersionResource]*resource.Resource
 	// Resources is every served resource, built-in ones first.
 	Resources []*resource.Resource
-	// CRDs are the CustomResourceDefinitions whose resources are served,
-	// by name.
+	// CRDs is every stored CustomResourceDefinition, by name.
 	CRDs map[string]*apiextensionsv1.CustomResourceDefinition
-	// Established says which of the served CRDs are Established.
+	// CRDResources is the resource of each CRD whose resource is served,
+	// by CRD name.
+	CRDResources map[string]*resource.Resource
+	// Established says which of the CRDs are Established.
 	Established map[string]bool
 	// Discoverable says which resources discovery lists: built-in ones and
 	// those of Established CRDs.
@@ -55,34 +57,47 @@ func (ix *Index) Lookup(group, ver, plural string) (*resource.Resource, *resourc
 	return s.res, s.ver
 }
 
+// LookupStorage returns a resource in its storage version, also when that
+// version is not served: crdserver's own controllers reach objects there
+// (a CRD whose versions are all unserved still has objects to delete).
+func (ix *Index) LookupStorage(group, ver, plural string) (*resource.Resource, *resource.Version) {
+	res := ix.storage[schema.GroupVersionResource{Group: group, Version: ver, Resource: plural}]
+	if res == nil {
+		return nil, nil
+	}
+	if v := res.Version(ver); v != nil {
+		return res, v
+	}
+	return res, &resource.Version{Name: ver}
+}
+
+// Options configure a Registry.
+type Options struct {
+	// Storage answers the current revision (CatchUp).
+	Storage store.Interface
+	// NewCache makes the watch cache of a custom resource's key prefix.
+	NewCache func(prefix string) *store.Cache
+	// Builtins are the built-in resources, in discovery order; CRDs is the
+	// one among them whose objects define the custom resources.
+	Builtins []*resource.Resource
+	CRDs     *resource.Resource
+	// Conversion tunes webhook conversion.
+	Conversion conversion.Options
+	Log        *slog.Logger
+}
+
 // Registry knows every resource crdserver serves: the built-in ones and
-// one per CRD whose names are accepted. It owns the watch caches.
+// one per CRD whose names are accepted. It follows the stored CRDs and owns
+// the watch caches of custom resources.
 type Registry struct {
-	store      *store.Store
-	log        *slog.Logger
-	cacheOpts  store.CacheOptions
-	conversion conversion.Options
+	opts Options
+	log  *slog.Logger
 
-	builtins   []*resource.Resource
-	crds       *resource.Resource
-	namespaces *resource.Resource
-	migrations *resource.Resource
-	// rbac holds the roles and bindings authorization decides with;
-	// rbacResources serve them.
-	rbac          *rbac.Store
-	rbacResources map[string]*resource.Resource // by kind
-	rbacReady     atomic.Bool
-
-	crdClient apiextensionsclient.Interface
-	dyn       dynamic.Interface
-	queue     *queue
-
-	// ctx ends the controllers; Stop cancels it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	done   chan struct{} // closed when the CRD follower ends
 
 	mu          sync.Mutex
-	running     map[string]bool
 	subscribers []func(*Index)
 	index       atomic.Pointer[Index]
 	caches      map[string]*store.Cache // custom resource caches by key prefix
@@ -105,46 +120,25 @@ type crdEntry struct {
 	// conv converts between versions; kept while the schemas and
 	// spec.conversion stay the same, so that webhook clients and shared
 	// conversions survive status changes.
-	conv     *schemaConverter
+	conv     conversion.Converter
 	convSpec *apiextensionsv1.CustomResourceConversion
 }
 
-// Options configure a Registry.
-type Options struct {
-	// Cache tunes every watch cache.
-	Cache store.CacheOptions
-	// Conversion tunes webhook conversion.
-	Conversion conversion.Options
-}
-
-// New creates the registry and the watch caches of the built-in resources.
-func New(s *store.Store, opts Options, log *slog.Logger) *Registry {
-	cacheOpts := opts.Cache
+// New creates a registry that serves the built-in resources. Start makes
+// it follow the CRDs.
+func New(opts Options) *Registry {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
 	r := &Registry{
-		store:      s,
-		log:        log,
-		cacheOpts:  cacheOpts,
-		conversion: opts.Conversion,
-		caches:     map[string]*store.Cache{},
-		defs:       map[string]*crdEntry{},
+		opts:   opts,
+		log:    opts.Log,
+		caches: map[string]*store.Cache{},
+		defs:   map[string]*crdEntry{},
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	ch := make(chan struct{})
 	r.appliedCh.Store(&ch)
-	r.crds = crdResource(store.NewCache(s, crdPrefix, resource.DecodeItem, cacheOpts, log))
-	r.namespaces = namespaceResource(store.NewCache(s, namespacePrefix, resource.DecodeItem, cacheOpts, log))
-	r.migrations = migrationResource(store.NewCache(s, migrationPrefix, resource.DecodeItem, cacheOpts, log))
-	// Built-in groups in kube-apiserver's order: core, authentication,
-	// authorization, rbac, apiextensions, storagemigration.
-	r.rbac = rbac.NewStore()
-	r.builtins = append([]*resource.Resource{r.namespaces}, reviewResources(r.rbac)...)
-	r.rbacResources = map[string]*resource.Resource{}
-	for _, k := range rbacKinds {
-		res := rbacResource(k, store.NewCache(s, k.prefix, resource.DecodeItem, cacheOpts, log), r.rbac)
-		r.rbacResources[k.kind] = res
-		r.builtins = append(r.builtins, res)
-	}
-	r.builtins = append(r.builtins, r.crds, r.migrations)
 	r.publish()
 	return r
 }
@@ -172,14 +166,15 @@ func (r *Registry) markApplied(rev int64) {
 // it once caught up. Requests for unknown resources call it before they
 // answer 404.
 func (r *Registry) CatchUp(ctx context.Context) error {
-	cur, err := r.store.CurrentRevision(ctx)
+	cur, err := r.opts.Storage.CurrentRevision(ctx)
 	if err != nil {
 		return err
 	}
-	if err := r.crds.Cache.WaitFresh(ctx, cur); err != nil {
+	crds := r.opts.CRDs.Cache
+	if err := crds.WaitFresh(ctx, cur); err != nil {
 		return err
 	}
-	target := r.crds.Cache.LastEventRevision()
+	target := crds.LastEventRevision()
 	timeout := time.NewTimer(3 * time.Second)
 	defer timeout.Stop()
 	for {
@@ -197,18 +192,14 @@ func (r *Registry) CatchUp(ctx context.Context) error {
 	}
 }
 
-// Namespaces returns the namespaces resource.
-func (r *Registry) Namespaces() *resource.Resource { return r.namespaces }
-
-// CRDs returns the customresourcedefinitions resource.
-func (r *Registry) CRDs() *resource.Resource { return r.crds }
-
 // publish builds and installs a new Index from the built-ins and the CRD
 // entries. Callers hold r.mu (or are the constructor).
 func (r *Registry) publish() {
 	ix := &Index{
 		byGVR:        map[schema.GroupVersionResource]served{},
+		storage:      map[schema.GroupVersionResource]*resource.Resource{},
 		CRDs:         map[string]*apiextensionsv1.CustomResourceDefinition{},
+		CRDResources: map[string]*resource.Resource{},
 		Established:  map[string]bool{},
 		Discoverable: map[*resource.Resource]bool{},
 		Builtin:      map[*resource.Resource]bool{},
@@ -220,9 +211,15 @@ func (r *Registry) publish() {
 				ix.byGVR[gvr] = served{res, v}
 			}
 		}
+		if res.Cache != nil {
+			gvr := schema.GroupVersionResource{Group: res.Group, Version: res.StorageVersion, Resource: res.Plural}
+			if _, taken := ix.storage[gvr]; !taken {
+				ix.storage[gvr] = res
+			}
+		}
 		ix.Resources = append(ix.Resources, res)
 	}
-	for _, b := range r.builtins {
+	for _, b := range r.opts.Builtins {
 		add(b)
 		ix.Discoverable[b] = true
 		ix.Builtin[b] = true
@@ -234,12 +231,13 @@ func (r *Registry) publish() {
 	sort.Strings(names)
 	for _, n := range names {
 		e := r.defs[n]
+		ix.CRDs[n] = e.crd
+		ix.Established[n] = apiextensions.IsEstablished(e.crd)
 		if e.res == nil {
 			continue
 		}
 		add(e.res)
-		ix.CRDs[n] = e.crd
-		ix.Established[n] = isEstablished(e.crd)
+		ix.CRDResources[n] = e.res
 		ix.Discoverable[e.res] = ix.Established[n]
 	}
 	r.index.Store(ix)
@@ -258,12 +256,15 @@ func (r *Registry) Subscribe(f func(*Index)) {
 	f(r.index.Load())
 }
 
-// Stop stops the controllers and every watch cache.
+// Stop stops following the CRDs, and every watch cache.
 func (r *Registry) Stop() {
 	r.cancel()
+	if r.done != nil {
+		<-r.done
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, b := range r.builtins {
+	for _, b := range r.opts.Builtins {
 		if b.Cache != nil {
 			b.Cache.Stop()
 		}
@@ -275,7 +276,7 @@ func (r *Registry) Stop() {
 
 // WaitReady waits until the built-in caches have loaded.
 func (r *Registry) WaitReady(ctx context.Context) error {
-	for _, b := range r.builtins {
+	for _, b := range r.opts.Builtins {
 		if b.Cache == nil {
 			continue
 		}
@@ -284,18 +285,4 @@ func (r *Registry) WaitReady(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// RBAC returns the roles and bindings authorization decides with.
-func (r *Registry) RBAC() *rbac.Store { return r.rbac }
-
-// RBACReady reports whether the default roles and bindings are in place.
-func (r *Registry) RBACReady() bool { return r.rbacReady.Load() }
-
-// SortVersions orders versions by Kubernetes' version priority: GA before
-// beta before alpha, higher numbers first, then other names alphabetically.
-func SortVersions(vs []string) {
-	sort.SliceStable(vs, func(i, j int) bool {
-		return version.CompareKubeAwareVersionStrings(vs[i], vs[j]) > 0
-	})
 }

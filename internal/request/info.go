@@ -25,6 +25,11 @@ type Info struct {
 	// delete, deletecollection; for non-resource requests the lower-cased
 	// HTTP method.
 	Verb string
+	// NamespaceIsObject is true when the path names a namespace object
+	// itself (/api/v1/namespaces/<name>[/<subresource>]): Namespace then
+	// holds its name, as Kubernetes' RequestInfo sets it (and authorizes
+	// it).
+	NamespaceIsObject bool
 	// Extra is true when the path has more segments than a resource path
 	// can have.
 	Extra bool
@@ -94,6 +99,8 @@ func Parse(r *http.Request) *Info {
 			info.Namespace = parts[1]
 			if len(parts) > 2 && !namespaceSubresources[parts[2]] {
 				parts = parts[2:]
+			} else {
+				info.NamespaceIsObject = true
 			}
 		}
 	}

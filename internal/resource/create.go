@@ -181,7 +181,7 @@ func (c *call) toStorage(obj *Object) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		data = out[0]
+		data = out.Objects[0]
 	}
 	if len(data) > maxObjectBytes {
 		return nil, request.NewStatusError(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,

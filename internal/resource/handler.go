@@ -1,7 +1,6 @@
 package resource
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
@@ -59,7 +59,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 		request.WriteError(w, r, request.NotFound())
 		return
 	}
-	if !res.Namespaced && info.Namespace != "" && !(res.Group == "" && res.Plural == "namespaces") {
+	if !res.Namespaced && info.Namespace != "" && !info.NamespaceIsObject {
 		request.WriteError(w, r, request.NotFound())
 		return
 	}
@@ -260,54 +260,12 @@ func (c *call) respond(code int, raw []byte) {
 	request.Write(c.w, c.r, code, t, out[0])
 }
 
-// convertedKey says which converter made a remembered conversion, to which
-// version.
-type convertedKey struct {
-	conv    Converter
-	version string
-}
-
-// convertItems converts cached objects to the request's version, in one
-// batch, sharing conversions between requests: a cached object remembers
-// its last conversion by a converter that is not the trivial one.
+// convertItems converts cached objects to the request's version, sharing
+// conversions between requests (see conversion.Items).
 func (c *call) convertItems(items []*store.Item) ([][]byte, error) {
-	out := make([][]byte, len(items))
-	for i, it := range items {
-		out[i] = it.Raw
-	}
-	if _, trivial := c.res.Converter.(ApiVersionConverter); trivial {
-		return c.convert(out)
-	}
-	key := convertedKey{c.res.Converter, c.apiVersion()}
-	var pending []int
-	for i, it := range items {
-		if m := it.Converted(key); m != nil {
-			if m.Raw != nil {
-				out[i] = m.Raw
-			}
-			continue
-		}
-		pending = append(pending, i)
-	}
-	if len(pending) == 0 {
-		return out, nil
-	}
-	raws := make([][]byte, len(pending))
-	for j, i := range pending {
-		raws[j] = out[i]
-	}
-	conv, err := c.convert(raws)
+	out, err := conversion.Items(c.ctx, c.res.Converter, items, c.apiVersion())
 	if err != nil {
-		return nil, err
-	}
-	for j, i := range pending {
-		remembered := conv[j]
-		if bytes.Equal(conv[j], raws[j]) {
-			// Nothing to convert: remember that, not a copy.
-			remembered = nil
-		}
-		out[i] = conv[j]
-		items[i].SetConverted(&store.Converted{Key: key, Raw: remembered})
+		return nil, asStatus(err)
 	}
 	return out, nil
 }
@@ -317,15 +275,20 @@ func (c *call) convert(objs [][]byte) ([][]byte, error) {
 	if len(objs) == 0 {
 		return objs, nil
 	}
-	out, err := c.res.Converter.Convert(c.ctx, objs, c.apiVersion())
+	res, err := c.res.Converter.Convert(c.ctx, objs, c.apiVersion())
 	if err != nil {
-		var se apierrors.APIStatus
-		if errors.As(err, &se) {
-			return nil, err
-		}
-		return nil, apierrors.NewInternalError(err)
+		return nil, asStatus(err)
 	}
-	return out, nil
+	return res.Objects, nil
+}
+
+// asStatus passes Status errors on and makes others a 500.
+func asStatus(err error) error {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return err
+	}
+	return apierrors.NewInternalError(err)
 }
 
 func mustJSON(v any) []byte {

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"github.com/crdserver/crdserver/internal/conversion"
 	"bytes"
 	"context"
 	"fmt"
@@ -28,7 +29,7 @@ type FieldManagers struct {
 	// (called once, on first use); nil means the deduced one.
 	TypeConverter func() (managedfields.TypeConverter, error)
 	// Converter converts objects between versions.
-	Converter Converter
+	Converter conversion.Converter
 	// Default applies the defaults of the version of an object.
 	Default func(obj map[string]any)
 	// ResetFields are the fields a subresource does not own, by
@@ -113,7 +114,7 @@ func (o objectConvertor) ConvertToVersion(in runtime.Object, target runtime.Grou
 		return nil, err
 	}
 	res := &unstructured.Unstructured{}
-	if err := res.UnmarshalJSON(out[0]); err != nil {
+	if err := res.UnmarshalJSON(out.Objects[0]); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -59,17 +59,10 @@ func (c *call) checkTypeMeta(av, k, name string) error {
 	return nil
 }
 
-// nameFunc validates names: DNS subdomains, except namespaces (DNS labels).
+// nameFunc validates names: DNS subdomains, unless the resource says how.
 func (c *call) nameFunc() validation.ValidateNameFunc {
 	if c.res.ValidateName != nil {
 		return c.res.ValidateName
-	}
-	if c.res.Group == "" && c.res.Plural == "namespaces" {
-		return validation.ValidateNamespaceName
-	}
-	if c.res.Group == "apiextensions.k8s.io" {
-		// The CRD strategy checks the name against its spec.
-		return func(string, bool) []string { return nil }
 	}
 	return validation.NameIsDNSSubdomain
 }

@@ -118,8 +118,34 @@ type itemMeta struct {
 	} `json:"metadata"`
 }
 
+// Owner is one ownerReference of an object.
+type Owner struct {
+	APIVersion, Kind, Name, UID string
+	BlockOwnerDeletion          bool
+}
+
+// Lifecycle is what an object's metadata says of its life: its owners,
+// its finalizers and whether its deletion was requested. DecodeItem keeps it
+// in the cache item (store.Item.Meta) of objects that have any of it;
+// LifecycleOf reads it back.
+type Lifecycle struct {
+	Owners     []Owner
+	Finalizers []string
+	Deleting   bool
+}
+
+var noLifecycle = &Lifecycle{}
+
+// LifecycleOf returns an item's Lifecycle (never nil).
+func LifecycleOf(it *store.Item) *Lifecycle {
+	if l, ok := it.Meta.(*Lifecycle); ok {
+		return l
+	}
+	return noLifecycle
+}
+
 // DecodeItem turns a stored value into a cache Item: the JSON with its
-// resourceVersion set, and the metadata selectors need.
+// resourceVersion set, the metadata selectors need, and its Lifecycle.
 func DecodeItem(key string, value []byte, rev int64) (*store.Item, error) {
 	var m itemMeta
 	if err := json.Unmarshal(value, &m); err != nil {
@@ -130,21 +156,24 @@ func DecodeItem(key string, value []byte, rev int64) (*store.Item, error) {
 		return nil, err
 	}
 	it := &store.Item{
-		Key:        key,
-		Namespace:  m.Metadata.Namespace,
-		Name:       m.Metadata.Name,
-		UID:        m.Metadata.UID,
-		Labels:     m.Metadata.Labels,
-		Finalizers: m.Metadata.Finalizers,
-		Deleting:   m.Metadata.DeletionTimestamp != nil,
-		Rev:        rev,
-		Raw:        raw,
+		Key:       key,
+		Namespace: m.Metadata.Namespace,
+		Name:      m.Metadata.Name,
+		UID:       m.Metadata.UID,
+		Labels:    m.Metadata.Labels,
+		Rev:       rev,
+		Raw:       raw,
 	}
-	for _, o := range m.Metadata.OwnerReferences {
-		it.Owners = append(it.Owners, store.Owner{
-			APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: string(o.UID),
-			BlockOwnerDeletion: o.BlockOwnerDeletion != nil && *o.BlockOwnerDeletion,
-		})
+	md := m.Metadata
+	if len(md.OwnerReferences) > 0 || len(md.Finalizers) > 0 || md.DeletionTimestamp != nil {
+		l := &Lifecycle{Finalizers: md.Finalizers, Deleting: md.DeletionTimestamp != nil}
+		for _, o := range md.OwnerReferences {
+			l.Owners = append(l.Owners, Owner{
+				APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: string(o.UID),
+				BlockOwnerDeletion: o.BlockOwnerDeletion != nil && *o.BlockOwnerDeletion,
+			})
+		}
+		it.Meta = l
 	}
 	return it, nil
 }

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,7 +37,7 @@ type Resource struct {
 	// Strategy holds the rules of this kind of object.
 	Strategy Strategy
 	// Converter converts objects between versions.
-	Converter Converter
+	Converter conversion.Converter
 	// Table makes the Tables of `kubectl get` (nil: Name and Age).
 	Table TableConvertor
 	// FieldManagers track managedFields and serve server-side apply.
@@ -57,7 +57,8 @@ type Resource struct {
 	// ShortNamesFor, Verbs: discovery.
 	Verbs []string
 	// ValidateName, when set, checks names instead of the DNS subdomain
-	// rule (RBAC names are path segments).
+	// rule (namespaces are DNS labels, RBAC names path segments; a CRD's
+	// strategy checks its name against its spec).
 	ValidateName func(name string, prefix bool) []string
 	// Custom, when set, serves every request of a resource that is not
 	// stored (the review resources of authorization.k8s.io); it has no
@@ -176,40 +177,6 @@ type Warner interface {
 // validation; its errors reach the client as they are.
 type Normalizer interface {
 	Normalize(obj *Object) ([]error, error)
-}
-
-// Converter converts objects between the versions of a resource.
-type Converter interface {
-	// Convert converts encoded objects (all of one resource) to version.
-	// It may return the input slices when nothing changes.
-	Convert(ctx context.Context, objs [][]byte, toAPIVersion string) ([][]byte, error)
-}
-
-// ApiVersionConverter converts between versions whose schemas are the
-// same by changing apiVersion only (the None strategy).
-type ApiVersionConverter struct{}
-
-// Convert implements Converter.
-func (ApiVersionConverter) Convert(_ context.Context, objs [][]byte, to string) ([][]byte, error) {
-	out := objs
-	copied := false
-	for i, o := range objs {
-		cur, _, err := jsonraw.String(o, "apiVersion")
-		if err != nil {
-			return nil, err
-		}
-		if cur == to {
-			continue
-		}
-		if !copied {
-			out = append([][]byte(nil), objs...)
-			copied = true
-		}
-		if out[i], err = jsonraw.SetString(o, "apiVersion", to); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 func (r *Resource) String() string {

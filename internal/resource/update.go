@@ -121,13 +121,21 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 }
 
 // decodeStored decodes a stored object, in the request's version, with its
-// resourceVersion.
+// resourceVersion. When the watch cache holds that very state, its
+// conversion is shared with the cache's readers (a write after a read
+// converts nothing again).
 func (c *call) decodeStored(kv *store.KV) (*Object, error) {
-	raw, err := jsonraw.SetResourceVersion(kv.Value, kv.ModRevision)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+	var out [][]byte
+	var err error
+	if it, _ := c.res.Cache.Get(kv.Key); it != nil && it.Rev == kv.ModRevision {
+		out, err = c.convertItems([]*store.Item{it})
+	} else {
+		raw, rerr := jsonraw.SetResourceVersion(kv.Value, kv.ModRevision)
+		if rerr != nil {
+			return nil, apierrors.NewInternalError(rerr)
+		}
+		out, err = c.convert([][]byte{raw})
 	}
-	out, err := c.convert([][]byte{raw})
 	if err != nil {
 		return nil, err
 	}

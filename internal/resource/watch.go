@@ -99,15 +99,19 @@ func (c *call) watch() {
 		wo.Rev = rv
 	}
 
-	w, initial, replay, startRev, err := cache.Watch(c.ctx, wo)
+	w, err := cache.Watch(c.ctx, wo)
 	var tooOld *store.TooOldError
 	var tooLarge *store.TooLargeError
 	if err != nil && !errors.As(err, &tooOld) && !errors.As(err, &tooLarge) {
 		c.fail(c.storeError(err, ""))
 		return
 	}
+	var initial []*store.Item
+	var replay []store.Event
+	var startRev int64
 	if w != nil {
 		defer w.Stop()
+		initial, replay, startRev = w.Initial, w.Replay, w.Rev
 	}
 
 	flusher, _ := c.w.(http.Flusher)

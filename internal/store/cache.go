@@ -3,144 +3,13 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/google/btree"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// Item is one object as the cache holds it: its encoded form, ready to send,
-// and what selectors need.
-type Item struct {
-	Key       string
-	Namespace string
-	Name      string
-	UID       string
-	Labels    map[string]string
-	// Owners are the object's ownerReferences, Finalizers its finalizers,
-	// Deleting whether its deletion was requested: what garbage collection
-	// needs.
-	Owners     []Owner
-	Finalizers []string
-	Deleting   bool
-	// Fields holds the values of the selectable fields (metadata.name,
-	// metadata.namespace and any a resource adds).
-	Fields map[string]string
-	// Rev is the object's resourceVersion: the revision it was last written
-	// at (for a deletion event, the revision of the deletion).
-	Rev int64
-	// Raw is the stored JSON with metadata.resourceVersion set to Rev.
-	Raw []byte
-	// converted remembers this object in another version (see Converted).
-	converted *convertedBox
-}
-
-type convertedBox struct{ p atomic.Pointer[Converted] }
-
-// Converted is an Item converted to another version by a converter.
-type Converted struct {
-	// Key identifies the converter and the version.
-	Key any
-	Raw []byte
-	// next is the memo of another key: an item remembers a few versions,
-	// so that readers of different versions do not undo each other's work.
-	next *Converted
-}
-
-// maxConverted is how many versions an item remembers.
-const maxConverted = 4
-
-// Converted returns what SetConverted remembered for key, or nil.
-func (it *Item) Converted(key any) *Converted {
-	if it.converted == nil {
-		return nil
-	}
-	for c := it.converted.p.Load(); c != nil; c = c.next {
-		if c.Key == key {
-			return c
-		}
-	}
-	return nil
-}
-
-// SetConverted remembers the object in another version, so that every
-// reader of that version shares one conversion (as a watch cache per
-// version would, without keeping one). Only items of the cache may
-// remember; the most recent maxConverted keys are kept.
-func (it *Item) SetConverted(c *Converted) {
-	if it.converted == nil {
-		return
-	}
-	for {
-		old := it.converted.p.Load()
-		head := &Converted{Key: c.Key, Raw: c.Raw}
-		tail, n := head, 1
-		for o := old; o != nil && n < maxConverted; o = o.next {
-			if o.Key == c.Key {
-				continue
-			}
-			tail.next = &Converted{Key: o.Key, Raw: o.Raw}
-			tail = tail.next
-			n++
-		}
-		if it.converted.p.CompareAndSwap(old, head) {
-			return
-		}
-	}
-}
-
-// Owner is one ownerReference of an object.
-type Owner struct {
-	APIVersion, Kind, Name, UID string
-	BlockOwnerDeletion          bool
-}
-
-// DecodeFunc turns a stored value into an Item whose resourceVersion is rev.
-type DecodeFunc func(key string, value []byte, rev int64) (*Item, error)
-
-// EventType is the type of a watch event.
-type EventType string
-
-// Watch event types, as Kubernetes names them.
-const (
-	Added    EventType = "ADDED"
-	Modified EventType = "MODIFIED"
-	Deleted  EventType = "DELETED"
-	Bookmark EventType = "BOOKMARK"
-)
-
-// Event is one change to the cached prefix.
-type Event struct {
-	Type EventType
-	// Item is the object after the change; for Deleted, its last state with
-	// Rev set to the revision of the deletion. Nil for a Bookmark.
-	Item *Item
-	// Prev is the object before the change (Modified, Deleted).
-	Prev *Item
-	// Rev is the revision of the change, or of the bookmark.
-	Rev int64
-}
-
-// TooOldError says a watch asked for history the cache no longer has.
-type TooOldError struct{ Requested, Oldest int64 }
-
-func (e *TooOldError) Error() string {
-	return fmt.Sprintf("too old resource version: %d (%d)", e.Requested, e.Oldest)
-}
-
-// TooLargeError says a read asked for a revision the cache has not reached
-// in time.
-type TooLargeError struct{ Requested, Current int64 }
-
-func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("Too large resource version: %d, current: %d", e.Requested, e.Current)
-}
 
 // CacheOptions tune a Cache.
 type CacheOptions struct {
@@ -290,7 +159,7 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 				c.log.Error("watch cache: undecodable object skipped", "key", kv.Key, "err", err)
 				continue
 			}
-			it.converted = &convertedBox{}
+			it.memo = &Memo{}
 			tree.ReplaceOrInsert(it)
 		}
 		if !page.More || len(page.KVs) == 0 {
@@ -365,7 +234,7 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 				c.log.Error("watch cache: undecodable object skipped", "key", key, "err", err)
 				continue
 			}
-			it.converted = &convertedBox{}
+			it.memo = &Memo{}
 			c.tree.ReplaceOrInsert(it)
 			ev = Event{Type: Added, Item: it, Rev: rev}
 			if prev != nil {
@@ -387,7 +256,7 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 				c.log.Error("watch cache: undecodable deleted object skipped", "key", key, "err", err)
 				continue
 			}
-			it.converted = &convertedBox{}
+			it.memo = &Memo{}
 			ev = Event{Type: Deleted, Item: it, Prev: prev, Rev: rev}
 			if prev == nil {
 				ev.Prev = it
@@ -510,7 +379,7 @@ type ListOptions struct {
 	Filter func(*Item) bool
 }
 
-// ListResult is a page of cached items.
+// CachedList is a page of cached items.
 type CachedList struct {
 	Items []*Item
 	// Rev is the revision the list reflects.
@@ -566,167 +435,3 @@ func (c *Cache) Get(key string) (*Item, int64) {
 	return it, c.rev
 }
 
-// WatchOptions say where a watch starts and what it sees.
-type WatchOptions struct {
-	// Namespace restricts the watch to one namespace.
-	Namespace string
-	// Filter keeps the items the watch is about (labels, fields).
-	Filter func(*Item) bool
-	// FromState starts the watch with the current state (as synthetic ADDED
-	// events, returned as Initial) instead of replaying history after Rev.
-	FromState bool
-	// Rev is the revision to resume after when FromState is false.
-	Rev int64
-	// Bookmarks asks for periodic BOOKMARK events.
-	Bookmarks bool
-}
-
-// Watcher receives the events of one watch. Events arrive on Events in
-// revision order; Done is closed when the cache ends the watch (it fell
-// too far behind, or the cache stopped).
-type Watcher struct {
-	c         *Cache
-	namespace string
-	prefix    string
-	filter    func(*Item) bool
-	bookmarks bool
-	ch        chan Event
-	done      chan struct{}
-	closed    bool
-}
-
-// Events returns the channel of live events.
-func (w *Watcher) Events() <-chan Event { return w.ch }
-
-// Done is closed when the cache has ended this watch.
-func (w *Watcher) Done() <-chan struct{} { return w.done }
-
-// Stop ends the watch.
-func (w *Watcher) Stop() {
-	w.c.mu.Lock()
-	defer w.c.mu.Unlock()
-	w.closeLocked()
-}
-
-func (w *Watcher) closeLocked() {
-	if w.closed {
-		return
-	}
-	w.closed = true
-	delete(w.c.watchers, w)
-	close(w.done)
-}
-
-func (w *Watcher) matches(it *Item) bool {
-	if it == nil {
-		return false
-	}
-	if w.namespace != "" && !strings.HasPrefix(it.Key, w.prefix) {
-		return false
-	}
-	return w.filter == nil || w.filter(it)
-}
-
-// translate turns a cache event into what this watcher sees: an object that
-// stops matching is DELETED (with its previous content at the event's
-// revision), one that starts matching is ADDED.
-func (w *Watcher) translate(ev Event) (Event, bool) {
-	if ev.Type == Bookmark {
-		return ev, true
-	}
-	cur := ev.Type != Deleted && w.matches(ev.Item)
-	old := ev.Prev != nil && w.matches(ev.Prev)
-	switch {
-	case ev.Type == Deleted && old:
-		return ev, true
-	case cur && !old:
-		return Event{Type: Added, Item: ev.Item, Rev: ev.Rev}, true
-	case cur && old:
-		return Event{Type: Modified, Item: ev.Item, Prev: ev.Prev, Rev: ev.Rev}, true
-	case !cur && old:
-		// The watcher needs the previous content at this revision.
-		it := *ev.Prev
-		it.Rev = ev.Rev
-		it.converted = &convertedBox{}
-		if raw, err := jsonraw.SetResourceVersion(it.Raw, ev.Rev); err == nil {
-			it.Raw = raw
-		}
-		return Event{Type: Deleted, Item: &it, Prev: ev.Prev, Rev: ev.Rev}, true
-	}
-	return Event{}, false
-}
-
-// send delivers ev without blocking; a watcher whose buffer is full is
-// closed so that it cannot slow the cache or other watchers down.
-func (w *Watcher) send(ev Event) {
-	if w.closed {
-		return
-	}
-	ev, ok := w.translate(ev)
-	if !ok {
-		return
-	}
-	select {
-	case w.ch <- ev:
-	default:
-		w.c.log.Info("watch cache: closing a watcher that fell behind", "prefix", w.c.prefix)
-		w.closeLocked()
-	}
-}
-
-// Watch starts a watch. With FromState it returns the current state the
-// watch starts from (Initial items, at revision Rev); otherwise the events
-// after o.Rev that the history still holds, translated for this watcher.
-func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, []*Item, []Event, int64, error) {
-	if !o.FromState {
-		if err := c.WaitFresh(ctx, o.Rev); err != nil {
-			return nil, nil, nil, 0, err
-		}
-	} else if err := c.WaitReady(ctx); err != nil {
-		return nil, nil, nil, 0, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopped {
-		return nil, nil, nil, 0, errors.New("watch cache stopped")
-	}
-	w := &Watcher{
-		c:         c,
-		namespace: o.Namespace,
-		prefix:    c.prefix + o.Namespace + "/",
-		filter:    o.Filter,
-		bookmarks: o.Bookmarks,
-		ch:        make(chan Event, c.opts.WatcherBuffer),
-		done:      make(chan struct{}),
-	}
-	var initial []*Item
-	var replay []Event
-	if o.FromState {
-		lo := c.prefix
-		if o.Namespace != "" {
-			lo = w.prefix
-		}
-		c.tree.AscendRange(&Item{Key: lo}, &Item{Key: PrefixEnd(lo)}, func(it *Item) bool {
-			if w.matches(it) {
-				initial = append(initial, it)
-			}
-			return true
-		})
-	} else {
-		if o.Rev < c.oldest {
-			return nil, nil, nil, 0, &TooOldError{Requested: o.Rev, Oldest: c.oldest}
-		}
-		n := len(c.history)
-		for i := 0; i < c.hlen; i++ {
-			ev := c.history[(c.hstart+i)%n]
-			if ev.Rev <= o.Rev {
-				continue
-			}
-			if tev, ok := w.translate(ev); ok {
-				replay = append(replay, tev)
-			}
-		}
-	}
-	c.watchers[w] = struct{}{}
-	return w, initial, replay, c.rev, nil
-}

@@ -82,6 +82,36 @@ func (e *Embedded) Close() {
 	e.etcd.Close()
 }
 
+// OpenOptions say which etcd to store in.
+type OpenOptions struct {
+	// Dir is the embedded etcd's data folder, used when External has no
+	// endpoints.
+	Dir string
+	// External is an etcd cluster to use instead.
+	External ExternalConfig
+}
+
+// Open starts the embedded etcd in o.Dir, or connects to the external
+// cluster, and returns a Store over it. Close stops it.
+func Open(ctx context.Context, o OpenOptions) (*Store, error) {
+	if len(o.External.Endpoints) > 0 {
+		cli, err := Connect(ctx, o.External)
+		if err != nil {
+			return nil, err
+		}
+		s := New(cli)
+		s.close = func() { _ = cli.Close() }
+		return s, nil
+	}
+	e, err := StartEmbedded(ctx, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s := New(e.Client)
+	s.close = e.Close
+	return s, nil
+}
+
 // ExternalConfig says how to reach an external etcd cluster.
 type ExternalConfig struct {
 	Endpoints []string

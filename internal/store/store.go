@@ -30,16 +30,46 @@ type KV struct {
 	CreateRevision int64
 }
 
+// Interface is what the resource engine and the controllers need of
+// storage: reads, writes guarded by revisions, and the current revision.
+// Store implements it over etcd; nothing outside this package sees etcd.
+type Interface interface {
+	// CurrentRevision returns the newest revision, from a linearizable
+	// read.
+	CurrentRevision(ctx context.Context) (int64, error)
+	// Get reads one key at revision rev (0: the newest) and returns the
+	// revision of the read.
+	Get(ctx context.Context, key string, rev int64) (*KV, int64, error)
+	// List reads the keys in [start, end) at revision rev (0: the newest),
+	// at most limit of them (0: all).
+	List(ctx context.Context, start, end string, rev, limit int64) (*ListResult, error)
+	// Create writes key only if it does not exist (else ErrExists) and
+	// returns the new revision.
+	Create(ctx context.Context, key string, value []byte) (int64, error)
+	// Update writes key only if its mod revision is expected; on
+	// ErrConflict it returns the current value (ErrNotFound if gone).
+	Update(ctx context.Context, key string, value []byte, expected int64) (int64, *KV, error)
+	// Delete removes key only if its mod revision is expected, as Update.
+	Delete(ctx context.Context, key string, expected int64) (int64, *KV, error)
+}
+
 // Store reads and writes keys in etcd.
 type Store struct {
-	cli *clientv3.Client
+	cli   *clientv3.Client
+	close func()
 }
+
+// Close stops what Open started (nothing for a Store made by New).
+func (s *Store) Close() {
+	if s.close != nil {
+		s.close()
+	}
+}
+
+var _ Interface = (*Store)(nil)
 
 // New returns a Store over an etcd client.
 func New(cli *clientv3.Client) *Store { return &Store{cli: cli} }
-
-// Client returns the etcd client underneath.
-func (s *Store) Client() *clientv3.Client { return s.cli }
 
 func kvFrom(kv *mvccpb.KeyValue) *KV {
 	return &KV{Key: string(kv.Key), Value: kv.Value, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision}

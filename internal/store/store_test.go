@@ -150,9 +150,9 @@ func TestCacheListAndWatch(t *testing.T) {
 	}
 
 	red := func(it *Item) bool { return it.Labels["color"] == "red" }
-	w, initial, _, _, err := c.Watch(ctx, WatchOptions{FromState: true, Filter: red, Bookmarks: true})
-	if err != nil || len(initial) != 2 {
-		t.Fatalf("watch: %v %d", err, len(initial))
+	w, err := c.Watch(ctx, WatchOptions{FromState: true, Filter: red, Bookmarks: true})
+	if err != nil || len(w.Initial) != 2 {
+		t.Fatalf("watch: %v %+v", err, w)
 	}
 	defer w.Stop()
 	kv, _, _ := s.Get(ctx, "/c/ns1/a", 0)
@@ -186,10 +186,11 @@ func TestCacheListAndWatch(t *testing.T) {
 	}
 
 	// Replay from history, then too old once the history has moved on.
-	_, _, replay, _, err := c.Watch(ctx, WatchOptions{Rev: rev})
-	if err != nil || len(replay) != 3 {
-		t.Fatalf("replay: %v %d", err, len(replay))
+	rw, err := c.Watch(ctx, WatchOptions{Rev: rev})
+	if err != nil || len(rw.Replay) != 3 {
+		t.Fatalf("replay: %v %+v", err, rw)
 	}
+	rw.Stop()
 	for i := 0; i < 5; i++ {
 		if _, err := s.Create(ctx, fmt.Sprintf("/c/ns3/x%d", i), obj("ns3", fmt.Sprint(i), "green")); err != nil {
 			t.Fatal(err)
@@ -200,7 +201,7 @@ func TestCacheListAndWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tooOld *TooOldError
-	if _, _, _, _, err := c.Watch(ctx, WatchOptions{Rev: rev}); !errors.As(err, &tooOld) {
+	if _, err := c.Watch(ctx, WatchOptions{Rev: rev}); !errors.As(err, &tooOld) {
 		t.Fatalf("expected too old, got %v", err)
 	}
 	// A future revision times out as too large.
@@ -253,7 +254,7 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	w, _, _, _, err := c.Watch(ctx, WatchOptions{FromState: true})
+	w, err := c.Watch(ctx, WatchOptions{FromState: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	certutil "k8s.io/client-go/util/cert"
+
 	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
-	"github.com/crdserver/crdserver/internal/certs"
 )
 
 // The conversion benchmark (issue 3): CronTabs of the Kubernetes
@@ -409,7 +410,7 @@ func runConvert(args []string) error {
 
 	// The webhook: the example's handler, served in this process over TLS
 	// on a loopback port, behind the counter.
-	cert, certPEM, err := certs.SelfSigned("crdbench-crontab-conversion")
+	cert, certPEM, err := selfSigned("crdbench-crontab-conversion")
 	if err != nil {
 		return err
 	}
@@ -680,4 +681,16 @@ func printConvert(r *convertResult) {
 	if r.Error != "" {
 		fmt.Printf("ERROR: %s\n", r.Error)
 	}
+}
+
+// selfSigned makes a serving certificate for 127.0.0.1, ::1 and dnsNames
+// with client-go's certificate helper, and returns it with the PEM that
+// trusts it (a caBundle).
+func selfSigned(name string, dnsNames ...string) (tls.Certificate, []byte, error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(name, []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, dnsNames)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	return cert, certPEM, err
 }

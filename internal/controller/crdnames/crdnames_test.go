@@ -1,10 +1,14 @@
-package registry
+package crdnames
 
 import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crdserver/crdserver/internal/apis/core"
+	"github.com/crdserver/crdserver/internal/registry"
+	"github.com/crdserver/crdserver/internal/resource"
 )
 
 func crdNamed(group, plural, singular, kind string, short ...string) *apiextensionsv1.CustomResourceDefinition {
@@ -18,7 +22,12 @@ func crdNamed(group, plural, singular, kind string, short ...string) *apiextensi
 func TestAcceptNames(t *testing.T) {
 	held := crdNamed("g.io", "foos", "foo", "Foo", "f")
 	held.Status.AcceptedNames = held.Spec.Names
-	r := &Registry{defs: map[string]*crdEntry{held.Name: {crd: held}}}
+	namespaces := core.Namespaces(nil)
+	ix := &registry.Index{
+		CRDs:      map[string]*apiextensionsv1.CustomResourceDefinition{held.Name: held},
+		Resources: []*resource.Resource{namespaces},
+		Builtin:   map[*resource.Resource]bool{namespaces: true},
+	}
 
 	cases := []struct {
 		name   string
@@ -34,9 +43,8 @@ func TestAcceptNames(t *testing.T) {
 		{"kind", crdNamed("g.io", "bars", "bar", "Foo"), "False", "ListKindConflict", `"FooList" is already in use`},
 		{"built-in", crdNamed("", "namespaces", "namespace", "Namespace"), "False", "ListKindConflict", `"NamespaceList" is already in use`},
 	}
-	r.builtins = append(r.builtins, namespaceResource(nil))
 	for _, c := range cases {
-		names, cond, est := r.acceptNames(c.crd)
+		names, cond, est := acceptNames(ix, c.crd)
 		if cond.Status != c.status || cond.Reason != c.reason || cond.Message != c.msg {
 			t.Errorf("%s: %s %s %q", c.name, cond.Status, cond.Reason, cond.Message)
 		}
@@ -49,7 +57,7 @@ func TestAcceptNames(t *testing.T) {
 		}
 	}
 	// A CRD keeps the names it was accepted with.
-	names, cond, _ := r.acceptNames(held)
+	names, cond, _ := acceptNames(ix, held)
 	if cond.Status != "True" || names.Plural != "foos" {
 		t.Errorf("held names: %+v %+v", names, cond)
 	}

@@ -1,31 +1,33 @@
-package registry
+package apiextensions
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
-	"github.com/crdserver/crdserver/internal/jsonraw"
-	"github.com/crdserver/crdserver/internal/resource"
-	"github.com/crdserver/crdserver/internal/schema"
-	"github.com/crdserver/crdserver/internal/store"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	crdregistry "k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
+	crdtable "k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition/tableconvertor"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apimachinery/pkg/version"
-	kjson "sigs.k8s.io/json"
+
+	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
-const crdPrefix = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
+// CRDPrefix is where CustomResourceDefinitions live in etcd.
+const CRDPrefix = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
 
-func crdResource(cache *store.Cache) *resource.Resource {
+// CRDs is the customresourcedefinitions resource, served from cache.
+func CRDs(cache *store.Cache) *resource.Resource {
 	return &resource.Resource{
 		Group:          apiextensionsv1.GroupName,
 		Plural:         "customresourcedefinitions",
@@ -36,12 +38,14 @@ func crdResource(cache *store.Cache) *resource.Resource {
 		Categories:     []string{"api-extensions"},
 		Versions:       []*resource.Version{{Name: "v1", Status: true}},
 		StorageVersion: "v1",
-		KeyPrefix:      crdPrefix,
+		KeyPrefix:      CRDPrefix,
 		Cache:          cache,
 		Strategy:       crdStrategy{},
-		Converter:      resource.ApiVersionConverter{},
+		Converter:      conversion.None{},
 		Table:          crdTable{},
-		FieldManagers:  builtinFieldManagers(apiextensionsv1.GroupName, "CustomResourceDefinition", true),
+		FieldManagers:  resource.BuiltinFieldManagers(apiextensionsv1.GroupName, "CustomResourceDefinition", true),
+		// The strategy checks the name against the spec.
+		ValidateName: func(string, bool) []string { return nil },
 		Protobuf:       true,
 		Verbs:          []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 	}
@@ -73,8 +77,8 @@ func fromCRD(crd *apiextensionsv1.CustomResourceDefinition, obj *resource.Object
 	*obj = *o
 }
 
-// decodeCRD decodes a stored CRD.
-func decodeCRD(raw []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
+// Decode decodes a stored or encoded CRD.
+func Decode(raw []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := json.Unmarshal(raw, crd); err != nil {
 		return nil, err
@@ -82,9 +86,9 @@ func decodeCRD(raw []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
 	return crd, nil
 }
 
-// toInternal converts a v1 CRD to the internal version the upstream
+// ToInternal converts a v1 CRD to the internal version the upstream
 // validation works on.
-func toInternal(crd *apiextensionsv1.CustomResourceDefinition) (*apiextensions.CustomResourceDefinition, error) {
+func ToInternal(crd *apiextensionsv1.CustomResourceDefinition) (*apiextensions.CustomResourceDefinition, error) {
 	out := &apiextensions.CustomResourceDefinition{}
 	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(crd, out, nil); err != nil {
 		return nil, err
@@ -100,23 +104,13 @@ type crdStrategy struct{}
 // Normalize decodes a body through the v1 type and applies its defaults.
 func (crdStrategy) Normalize(obj *resource.Object) ([]error, error) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	strict, err := decodeTyped(obj, crd)
+	strict, err := resource.DecodeStrict(obj, crd)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: %v", err))
 	}
 	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
 	fromCRD(crd, obj)
 	return strict, nil
-}
-
-// decodeTyped decodes an Object into a Go type, returning the strict
-// decoding errors (unknown fields) apart.
-func decodeTyped(obj *resource.Object, into any) ([]error, error) {
-	data, err := obj.Encode()
-	if err != nil {
-		return nil, err
-	}
-	return kjson.UnmarshalStrict(data, into)
 }
 
 func editCRD(obj *resource.Object, f func(crd *apiextensionsv1.CustomResourceDefinition)) {
@@ -179,7 +173,7 @@ func internalPair(obj, old *resource.Object) (*apiextensions.CustomResourceDefin
 	if err != nil {
 		return nil, nil, field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
 	}
-	in, err := toInternal(crd)
+	in, err := ToInternal(crd)
 	if err != nil {
 		return nil, nil, field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
 	}
@@ -190,7 +184,7 @@ func internalPair(obj, old *resource.Object) (*apiextensions.CustomResourceDefin
 	if err != nil {
 		return nil, nil, field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
 	}
-	oin, err := toInternal(ocrd)
+	oin, err := ToInternal(ocrd)
 	if err != nil {
 		return nil, nil, field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
 	}
@@ -248,118 +242,15 @@ func (crdStrategy) BeforeDelete(_ context.Context, obj *resource.Object) (bool, 
 	return true, nil
 }
 
-func isEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
+// IsEstablished reports whether a CRD is Established.
+func IsEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established)
 }
 
-// servable: Kubernetes serves a CRD's resource once its names are accepted
-// (or it has been established).
-func servable(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	return apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.NamesAccepted) || isEstablished(crd)
-}
-
-// crPrefix is where a CRD's objects live in etcd.
-func crPrefix(crd *apiextensionsv1.CustomResourceDefinition) string {
-	return "/registry/" + crd.Spec.Group + "/" + crd.Spec.Names.Plural + "/"
-}
-
-// customResourceFor builds the serving definition of a CRD's resource.
-func customResourceFor(crd *apiextensionsv1.CustomResourceDefinition, cache *store.Cache, conv resource.Converter, schemas map[string]*schema.Version) *resource.Resource {
-	names := crd.Status.AcceptedNames
-	var served []string
-	status := map[string]bool{}
-	scales := map[string]*apiextensionsv1.CustomResourceSubresourceScale{}
-	storage := ""
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			storage = v.Name
-		}
-		if !v.Served {
-			continue
-		}
-		served = append(served, v.Name)
-		if v.Subresources != nil && v.Subresources.Status != nil {
-			status[crd.Spec.Group+"/"+v.Name] = true
-		}
-		if sub, _ := apihelpers.GetSubresourcesForVersion(crd, v.Name); sub != nil && sub.Scale != nil {
-			scales[crd.Spec.Group+"/"+v.Name] = sub.Scale
-		}
-	}
-	SortVersions(served)
-	res := &resource.Resource{
-		Group:          crd.Spec.Group,
-		Plural:         names.Plural,
-		Singular:       names.Singular,
-		Kind:           names.Kind,
-		ListKind:       names.ListKind,
-		ShortNames:     names.ShortNames,
-		Categories:     names.Categories,
-		Namespaced:     crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
-		StorageVersion: storage,
-		KeyPrefix:      crPrefix(crd),
-		Cache:          cache,
-		Strategy:       customResourceStrategy{status: status, schemas: schemas, scales: scales},
-		Converter:      conv,
-		Table:          newCustomResourceTable(crd),
-		FieldManagers:  customResourceFieldManagers(crd, conv, schemas, status),
-		Terminating:    crd.DeletionTimestamp != nil || apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating),
-		Verbs:          resource.DefaultVerbs,
-	}
-	for _, v := range served {
-		ver := &resource.Version{Name: v, Status: status[crd.Spec.Group+"/"+v]}
-		if sub, _ := apihelpers.GetSubresourcesForVersion(crd, v); sub != nil && sub.Scale != nil {
-			ver.Scale = &resource.Scale{SpecReplicasPath: sub.Scale.SpecReplicasPath, StatusReplicasPath: sub.Scale.StatusReplicasPath}
-			if sub.Scale.LabelSelectorPath != nil {
-				ver.Scale.LabelSelectorPath = *sub.Scale.LabelSelectorPath
-			}
-		}
-		if sf, err := selectableFields(crd, v); err == nil {
-			ver.SelectableFields = sf
-		}
-		for _, sv := range crd.Spec.Versions {
-			if sv.Name == v && sv.Deprecated {
-				ver.Deprecated = true
-				ver.Warning = defaultDeprecationWarning(v, crd.Spec)
-				if sv.DeprecationWarning != nil {
-					ver.Warning = *sv.DeprecationWarning
-				}
-			}
-		}
-		res.Versions = append(res.Versions, ver)
-	}
-	return res
-}
-
-// defaultDeprecationWarning is Kubernetes' text for a deprecated version
-// without its own: it names the highest-priority served version that is
-// not deprecated and has a higher priority than the deprecated one.
-func defaultDeprecationWarning(deprecated string, spec apiextensionsv1.CustomResourceDefinitionSpec) string {
-	msg := fmt.Sprintf("%s/%s %s is deprecated", spec.Group, deprecated, spec.Names.Kind)
-	var better []string
-	for _, v := range spec.Versions {
-		if v.Served && !v.Deprecated && version.CompareKubeAwareVersionStrings(deprecated, v.Name) < 0 {
-			better = append(better, v.Name)
-		}
-	}
-	if len(better) == 0 {
-		return msg
-	}
-	SortVersions(better)
-	return msg + fmt.Sprintf("; use %s/%s %s", spec.Group, better[0], spec.Names.Kind)
-}
-
-// failingConverter answers every conversion with the error that kept the
-// CRD's converter from being built; objects already in the wanted version
-// pass.
-type failingConverter struct{ err error }
-
-func (f failingConverter) Convert(_ context.Context, objs [][]byte, to string) ([][]byte, error) {
-	for _, o := range objs {
-		if av, _, _ := jsonraw.String(o, "apiVersion"); av != to {
-			return nil, apierrors.NewInternalError(fmt.Errorf("conversion to %s failed: %v", to, f.err))
-		}
-	}
-	return objs, nil
+// Servable reports whether a CRD's resource is served: Kubernetes serves it
+// once its names are accepted (or it has been established).
+func Servable(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	return apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.NamesAccepted) || IsEstablished(crd)
 }
 
 // upstreamCRDStrategy gives the warnings Kubernetes sends on CRD writes
@@ -382,17 +273,23 @@ func (crdStrategy) WarningsOnUpdate(ctx context.Context, obj, old *resource.Obje
 	return upstreamCRDStrategy.WarningsOnUpdate(ctx, in, oin)
 }
 
-// selectableFields are a version's spec.versions[].selectableFields (or
-// the CRD's top-level ones) as field selector names.
-func selectableFields(crd *apiextensionsv1.CustomResourceDefinition, version string) ([]string, error) {
-	var out []string
-	for _, v := range crd.Spec.Versions {
-		if v.Name != version {
-			continue
+// crdTable is Kubernetes' table of CustomResourceDefinitions: Name, Scope,
+// Versions, Created At (and Group, Kind, ShortNames, Established wide).
+type crdTable struct{}
+
+func (crdTable) ConvertToTable(ctx context.Context, _ string, objs []*unstructured.Unstructured, noHeaders bool) (*metav1.Table, error) {
+	list := &apiextensions.CustomResourceDefinitionList{}
+	for _, o := range objs {
+		v1 := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, v1); err != nil {
+			return nil, err
 		}
-		for _, f := range v.SelectableFields {
-			out = append(out, strings.TrimPrefix(f.JSONPath, "."))
+		in, err := ToInternal(v1)
+		if err != nil {
+			return nil, err
 		}
+		list.Items = append(list.Items, *in)
 	}
-	return out, nil
+	return crdtable.New().ConvertToTable(ctx, list, &metav1.TableOptions{NoHeaders: noHeaders})
 }
+

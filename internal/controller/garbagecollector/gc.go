@@ -1,25 +1,29 @@
-package registry
+// Package garbagecollector is the garbage collector kube-controller-manager
+// runs on a cluster, over every resource crdserver serves.
+package garbagecollector
 
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
-	"github.com/crdserver/crdserver/internal/resource"
-	"github.com/crdserver/crdserver/internal/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/crdserver/crdserver/internal/controller"
+	"github.com/crdserver/crdserver/internal/registry"
+	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
-// collector is the garbage collector kube-controller-manager runs on a
-// cluster: it keeps an index of ownerReferences over every cached
-// resource and
+// Collector keeps an index of ownerReferences over every cached resource
+// and
 //   - deletes dependents whose owners are all gone (background
 //     propagation), and drops references to gone owners otherwise;
 //   - for an owner deleted in the foreground (finalizer foregroundDeletion)
@@ -30,9 +34,11 @@ import (
 //
 // It works from the watch caches, so it survives restarts: on start every
 // object is checked.
-type collector struct {
-	r     *Registry
-	queue *queue
+type Collector struct {
+	reader  controller.Reader
+	dynamic dynamic.Interface
+	log     *slog.Logger
+	queue   controller.Queue
 
 	mu        sync.Mutex
 	following map[*store.Cache]context.CancelFunc
@@ -40,33 +46,25 @@ type collector struct {
 	items     map[string]*store.Item     // key → item, for objects with owners or GC finalizers
 }
 
-func newCollector(r *Registry) *collector {
-	return &collector{r: r, queue: newQueue(), following: map[*store.Cache]context.CancelFunc{}, dependent: map[string]map[string]bool{}, items: map[string]*store.Item{}}
+// New returns the garbage collector; it writes through dyn.
+func New(reader controller.Reader, dyn dynamic.Interface, log *slog.Logger) *Collector {
+	return &Collector{reader: reader, dynamic: dyn, log: log, queue: controller.NewQueue("garbage-collector"),
+		following: map[*store.Cache]context.CancelFunc{}, dependent: map[string]map[string]bool{}, items: map[string]*store.Item{}}
 }
 
-// run follows the caches of every served resource and works the queue.
-func (g *collector) run(ctx context.Context) {
-	g.r.Subscribe(func(ix *Index) { g.sync(ctx, ix) })
-	for {
-		key, ok := g.queue.get(ctx)
-		if !ok {
-			return
-		}
-		if err := g.process(ctx, key); err != nil && ctx.Err() == nil {
-			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				g.r.log.Info("garbage collector", "object", key, "err", err)
-			}
-			go func() {
-				time.Sleep(200 * time.Millisecond)
-				g.queue.add(key)
-			}()
-		}
-	}
+// Name implements controller.Controller.
+func (g *Collector) Name() string { return "garbage-collector" }
+
+// Run implements controller.Controller: it follows the caches of every
+// served resource and works the queue.
+func (g *Collector) Run(ctx context.Context) {
+	g.reader.Subscribe(func(ix *registry.Index) { g.follow(ctx, ix) })
+	controller.Work(ctx, g.Name(), g.queue, 2, g.log, g.process)
 }
 
-// sync starts following new caches and stops following gone ones. It runs
-// under the registry lock: it must not block.
-func (g *collector) sync(ctx context.Context, ix *Index) {
+// follow starts following new caches and stops following gone ones. It
+// runs under the registry lock: it must not block.
+func (g *Collector) follow(ctx context.Context, ix *registry.Index) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	seen := map[*store.Cache]bool{}
@@ -81,7 +79,7 @@ func (g *collector) sync(ctx context.Context, ix *Index) {
 		}
 		fctx, cancel := context.WithCancel(ctx)
 		g.following[c] = cancel
-		go follow(fctx, c, func(items []*store.Item, _ int64) {
+		go store.Follow(fctx, c, func(items []*store.Item, _ int64) {
 			for _, it := range items {
 				g.observe(it, false)
 			}
@@ -98,11 +96,11 @@ func (g *collector) sync(ctx context.Context, ix *Index) {
 }
 
 // observe updates the index with one object and queues what it affects.
-func (g *collector) observe(it *store.Item, deleted bool) {
+func (g *Collector) observe(it *store.Item, deleted bool) {
 	g.mu.Lock()
 	old := g.items[it.Key]
 	if old != nil {
-		for _, o := range old.Owners {
+		for _, o := range resource.LifecycleOf(old).Owners {
 			if deps := g.dependent[o.UID]; deps != nil {
 				delete(deps, it.Key)
 				if len(deps) == 0 {
@@ -112,10 +110,11 @@ func (g *collector) observe(it *store.Item, deleted bool) {
 		}
 		delete(g.items, it.Key)
 	}
-	gcFinalizer := slices.Contains(it.Finalizers, metav1.FinalizerOrphanDependents) || slices.Contains(it.Finalizers, metav1.FinalizerDeleteDependents)
-	if !deleted && (len(it.Owners) > 0 || gcFinalizer) {
+	lc := resource.LifecycleOf(it)
+	gcFinalizer := slices.Contains(lc.Finalizers, metav1.FinalizerOrphanDependents) || slices.Contains(lc.Finalizers, metav1.FinalizerDeleteDependents)
+	if !deleted && (len(lc.Owners) > 0 || gcFinalizer) {
 		g.items[it.Key] = it
-		for _, o := range it.Owners {
+		for _, o := range resource.LifecycleOf(it).Owners {
 			if g.dependent[o.UID] == nil {
 				g.dependent[o.UID] = map[string]bool{}
 			}
@@ -123,12 +122,12 @@ func (g *collector) observe(it *store.Item, deleted bool) {
 		}
 	}
 	var wake []string
-	if deleted || it.Deleting {
+	if deleted || resource.LifecycleOf(it).Deleting {
 		// Its dependents may now be orphans, or waiting owners may go on.
 		for dep := range g.dependent[it.UID] {
 			wake = append(wake, dep)
 		}
-		for _, o := range it.Owners {
+		for _, o := range resource.LifecycleOf(it).Owners {
 			for owner, oit := range g.items {
 				if oit.UID == o.UID {
 					wake = append(wake, owner)
@@ -137,19 +136,19 @@ func (g *collector) observe(it *store.Item, deleted bool) {
 		}
 	}
 	g.mu.Unlock()
-	if !deleted && (len(it.Owners) > 0 || (it.Deleting && gcFinalizer)) {
-		g.queue.add(it.Key)
+	if !deleted && (len(resource.LifecycleOf(it).Owners) > 0 || (resource.LifecycleOf(it).Deleting && gcFinalizer)) {
+		g.queue.Add(it.Key)
 	}
 	for _, k := range wake {
-		g.queue.add(k)
+		g.queue.Add(k)
 	}
 }
 
 // resourceFor finds the served resource of a key, and of an owner
 // reference.
-func (g *collector) resourceForKey(key string) *resource.Resource {
+func (g *Collector) resourceForKey(key string) *resource.Resource {
 	var best *resource.Resource
-	for _, res := range g.r.Index().Resources {
+	for _, res := range g.reader.Index().Resources {
 		if res.KeyPrefix != "" && len(key) > len(res.KeyPrefix) && key[:len(res.KeyPrefix)] == res.KeyPrefix && (best == nil || len(res.KeyPrefix) > len(best.KeyPrefix)) {
 			best = res
 		}
@@ -157,12 +156,12 @@ func (g *collector) resourceForKey(key string) *resource.Resource {
 	return best
 }
 
-func (g *collector) resourceForOwner(o store.Owner) *resource.Resource {
+func (g *Collector) resourceForOwner(o resource.Owner) *resource.Resource {
 	gv, err := schema.ParseGroupVersion(o.APIVersion)
 	if err != nil {
 		return nil
 	}
-	for _, res := range g.r.Index().Resources {
+	for _, res := range g.reader.Index().Resources {
 		if res.Group == gv.Group && res.Kind == o.Kind && res.Cache != nil {
 			return res
 		}
@@ -174,7 +173,7 @@ func (g *collector) resourceForOwner(o store.Owner) *resource.Resource {
 // is being deleted in the foreground. An owner missing from the cache is
 // looked up live before it is called gone, as the cache may lag behind;
 // an owner of a kind that is not served is never called gone.
-func (g *collector) ownerState(ctx context.Context, o store.Owner, namespace string) (exists, foreground bool, err error) {
+func (g *Collector) ownerState(ctx context.Context, o resource.Owner, namespace string) (exists, foreground bool, err error) {
 	res := g.resourceForOwner(o)
 	if res == nil || len(res.Versions) == 0 {
 		return true, false, nil
@@ -185,9 +184,9 @@ func (g *collector) ownerState(ctx context.Context, o store.Owner, namespace str
 	}
 	it, _ := res.Cache.Get(res.Key(ns, o.Name))
 	if it != nil && it.UID == o.UID {
-		return true, it.Deleting && slices.Contains(it.Finalizers, metav1.FinalizerDeleteDependents), nil
+		return true, resource.LifecycleOf(it).Deleting && slices.Contains(resource.LifecycleOf(it).Finalizers, metav1.FinalizerDeleteDependents), nil
 	}
-	live, err := g.r.dyn.Resource(gvrOf(res)).Namespace(ns).Get(ctx, o.Name, metav1.GetOptions{})
+	live, err := g.dynamic.Resource(gvrOf(res)).Namespace(ns).Get(ctx, o.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, false, nil
@@ -199,13 +198,13 @@ func (g *collector) ownerState(ctx context.Context, o store.Owner, namespace str
 	return true, live.GetDeletionTimestamp() != nil && slices.Contains(live.GetFinalizers(), metav1.FinalizerDeleteDependents), nil
 }
 
-func gvrOf(res *resource.Resource) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: res.Group, Version: res.Versions[0].Name, Resource: res.Plural}
-}
+// gvrOf is where the collector reaches a resource's objects: its storage
+// version, which needs no conversion.
+func gvrOf(res *resource.Resource) schema.GroupVersionResource { return controller.StorageGVR(res) }
 
 // process looks at one object: as a dependent, and as an owner that is
 // being deleted with orphan or foreground propagation.
-func (g *collector) process(ctx context.Context, key string) error {
+func (g *Collector) process(ctx context.Context, key string) error {
 	res := g.resourceForKey(key)
 	if res == nil || len(res.Versions) == 0 {
 		return nil
@@ -214,21 +213,21 @@ func (g *collector) process(ctx context.Context, key string) error {
 	if it == nil {
 		return nil
 	}
-	client := g.r.dyn.Resource(gvrOf(res)).Namespace(it.Namespace)
+	client := g.dynamic.Resource(gvrOf(res)).Namespace(it.Namespace)
 	if !res.Namespaced {
-		client = g.r.dyn.Resource(gvrOf(res)).Namespace("")
+		client = g.dynamic.Resource(gvrOf(res)).Namespace("")
 	}
 	uid := types.UID(it.UID)
 
 	// As an owner.
-	if it.Deleting {
+	if resource.LifecycleOf(it).Deleting {
 		switch {
-		case slices.Contains(it.Finalizers, metav1.FinalizerOrphanDependents):
+		case slices.Contains(resource.LifecycleOf(it).Finalizers, metav1.FinalizerOrphanDependents):
 			if err := g.orphan(ctx, it); err != nil {
 				return err
 			}
 			return g.removeFinalizer(ctx, client, it, metav1.FinalizerOrphanDependents)
-		case slices.Contains(it.Finalizers, metav1.FinalizerDeleteDependents):
+		case slices.Contains(resource.LifecycleOf(it).Finalizers, metav1.FinalizerDeleteDependents):
 			blocking, err := g.deleteDependents(ctx, it)
 			if err != nil || blocking {
 				return err
@@ -238,12 +237,12 @@ func (g *collector) process(ctx context.Context, key string) error {
 	}
 
 	// As a dependent.
-	if len(it.Owners) == 0 || it.Deleting {
+	if len(resource.LifecycleOf(it).Owners) == 0 || resource.LifecycleOf(it).Deleting {
 		return nil
 	}
 	var gone []string
 	solid, waiting := 0, false
-	for _, o := range it.Owners {
+	for _, o := range resource.LifecycleOf(it).Owners {
 		exists, fg, err := g.ownerState(ctx, o, it.Namespace)
 		switch {
 		case err != nil:
@@ -270,7 +269,7 @@ func (g *collector) process(ctx context.Context, key string) error {
 	return nil
 }
 
-func (g *collector) delete(ctx context.Context, client dynamic.ResourceInterface, name string, uid types.UID, policy *metav1.DeletionPropagation) error {
+func (g *Collector) delete(ctx context.Context, client dynamic.ResourceInterface, name string, uid types.UID, policy *metav1.DeletionPropagation) error {
 	err := client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: policy})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
@@ -279,7 +278,7 @@ func (g *collector) delete(ctx context.Context, client dynamic.ResourceInterface
 }
 
 // dependentsOf returns the cached dependents of an owner.
-func (g *collector) dependentsOf(uid string) []*store.Item {
+func (g *Collector) dependentsOf(uid string) []*store.Item {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []*store.Item
@@ -293,23 +292,23 @@ func (g *collector) dependentsOf(uid string) []*store.Item {
 
 // deleteDependents deletes an owner's dependents and reports whether any
 // that blocks the owner's deletion is still there.
-func (g *collector) deleteDependents(ctx context.Context, owner *store.Item) (bool, error) {
+func (g *Collector) deleteDependents(ctx context.Context, owner *store.Item) (bool, error) {
 	blocking := false
 	for _, dep := range g.dependentsOf(owner.UID) {
 		res := g.resourceForKey(dep.Key)
 		if res == nil || len(res.Versions) == 0 {
 			continue
 		}
-		for _, o := range dep.Owners {
+		for _, o := range resource.LifecycleOf(dep).Owners {
 			if o.UID == owner.UID && o.BlockOwnerDeletion {
 				blocking = true
 			}
 		}
-		if dep.Deleting {
+		if resource.LifecycleOf(dep).Deleting {
 			continue
 		}
 		fg := metav1.DeletePropagationForeground
-		if err := g.delete(ctx, g.r.dyn.Resource(gvrOf(res)).Namespace(dep.Namespace), dep.Name, types.UID(dep.UID), &fg); err != nil {
+		if err := g.delete(ctx, g.dynamic.Resource(gvrOf(res)).Namespace(dep.Namespace), dep.Name, types.UID(dep.UID), &fg); err != nil {
 			return true, err
 		}
 	}
@@ -317,13 +316,13 @@ func (g *collector) deleteDependents(ctx context.Context, owner *store.Item) (bo
 }
 
 // orphan removes the references to an owner from its dependents.
-func (g *collector) orphan(ctx context.Context, owner *store.Item) error {
+func (g *Collector) orphan(ctx context.Context, owner *store.Item) error {
 	for _, dep := range g.dependentsOf(owner.UID) {
 		res := g.resourceForKey(dep.Key)
 		if res == nil || len(res.Versions) == 0 {
 			continue
 		}
-		if err := g.dropOwners(ctx, g.r.dyn.Resource(gvrOf(res)).Namespace(dep.Namespace), dep, []string{owner.UID}); err != nil {
+		if err := g.dropOwners(ctx, g.dynamic.Resource(gvrOf(res)).Namespace(dep.Namespace), dep, []string{owner.UID}); err != nil {
 			return err
 		}
 	}
@@ -331,9 +330,9 @@ func (g *collector) orphan(ctx context.Context, owner *store.Item) error {
 }
 
 // dropOwners removes ownerReferences by uid, guarded by the object's uid.
-func (g *collector) dropOwners(ctx context.Context, client dynamic.ResourceInterface, it *store.Item, uids []string) error {
+func (g *Collector) dropOwners(ctx context.Context, client dynamic.ResourceInterface, it *store.Item, uids []string) error {
 	var refs []map[string]any
-	for _, o := range it.Owners {
+	for _, o := range resource.LifecycleOf(it).Owners {
 		if slices.Contains(uids, o.UID) {
 			continue
 		}
@@ -353,9 +352,9 @@ func (g *collector) dropOwners(ctx context.Context, client dynamic.ResourceInter
 	return err
 }
 
-func (g *collector) removeFinalizer(ctx context.Context, client dynamic.ResourceInterface, it *store.Item, finalizer string) error {
+func (g *Collector) removeFinalizer(ctx context.Context, client dynamic.ResourceInterface, it *store.Item, finalizer string) error {
 	var keep []string
-	for _, f := range it.Finalizers {
+	for _, f := range resource.LifecycleOf(it).Finalizers {
 		if f != finalizer {
 			keep = append(keep, f)
 		}

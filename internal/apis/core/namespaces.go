@@ -1,4 +1,4 @@
-package registry
+package core
 
 import (
 	"context"
@@ -6,27 +6,31 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/crdserver/crdserver/internal/resource"
-	"github.com/crdserver/crdserver/internal/store"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
-const namespacePrefix = "/registry/namespaces/"
+// NamespacePrefix is where namespaces live in etcd.
+const NamespacePrefix = "/registry/namespaces/"
 
-// Namespaces that exist from the start and cannot be deleted, as in
-// Kubernetes.
+// SystemNamespaces exist from the start, as in Kubernetes; all but
+// kube-node-lease cannot be deleted.
 var (
-	systemNamespaces    = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+	SystemNamespaces    = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 	undeletedNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic}
 )
 
-func namespaceResource(cache *store.Cache) *resource.Resource {
+// Namespaces is the namespaces resource, served from cache.
+func Namespaces(cache *store.Cache) *resource.Resource {
 	return &resource.Resource{
 		Group:                    "",
 		Plural:                   "namespaces",
@@ -36,15 +40,16 @@ func namespaceResource(cache *store.Cache) *resource.Resource {
 		ShortNames:               []string{"ns"},
 		Versions:                 []*resource.Version{{Name: "v1", Status: true}},
 		StorageVersion:           "v1",
-		KeyPrefix:                namespacePrefix,
+		KeyPrefix:                NamespacePrefix,
 		Cache:                    cache,
 		Strategy:                 namespaceStrategy{},
-		Converter:                resource.ApiVersionConverter{},
+		Converter:                conversion.None{},
 		Table:                    namespaceTable{},
-		FieldManagers:            builtinFieldManagers("", "Namespace", true),
+		FieldManagers:            resource.BuiltinFieldManagers("", "Namespace", true),
 		AllowUnconditionalUpdate: true,
 		Protobuf:                 true,
 		StrategicMergeType:       &corev1.Namespace{},
+		ValidateName:             validation.ValidateNamespaceName,
 		Verbs:                    []string{"create", "delete", "get", "list", "patch", "update", "watch"},
 	}
 }
@@ -54,27 +59,19 @@ type namespaceStrategy struct{}
 
 func toNamespace(obj *resource.Object) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.ToUnstructured(), ns); err != nil {
-		return nil, err
-	}
-	return ns, nil
-}
-
-func fromNamespace(ns *corev1.Namespace, obj *resource.Object) {
-	u, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(ns)
-	delete(u, "metadata")
-	obj.Content = u
-	obj.Meta = ns.ObjectMeta
+	return ns, resource.ToTyped(obj, ns)
 }
 
 // Normalize decodes a body through the Namespace type.
 func (namespaceStrategy) Normalize(obj *resource.Object) ([]error, error) {
 	ns := &corev1.Namespace{}
-	strict, err := decodeTyped(obj, ns)
+	strict, err := resource.DecodeStrict(obj, ns)
+	if err == nil {
+		err = resource.FromTyped(ns, obj)
+	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("Namespace in version \"v1\" cannot be handled as a Namespace: %v", err))
 	}
-	fromNamespace(ns, obj)
 	return strict, nil
 }
 
@@ -84,7 +81,7 @@ func edit(obj *resource.Object, f func(ns *corev1.Namespace)) {
 		return
 	}
 	f(ns)
-	fromNamespace(ns, obj)
+	_ = resource.FromTyped(ns, obj)
 }
 
 func (namespaceStrategy) PrepareForCreate(_ context.Context, obj *resource.Object) {
@@ -178,7 +175,9 @@ func (namespaceStrategy) BeforeDelete(_ context.Context, obj *resource.Object) (
 		ns.DeletionTimestamp = &now
 		ns.DeletionGracePeriodSeconds = &zero
 		ns.Status.Phase = corev1.NamespaceTerminating
-		fromNamespace(ns, obj)
+		if err := resource.FromTyped(ns, obj); err != nil {
+			return false, apierrors.NewInternalError(err)
+		}
 		return true, nil
 	}
 	return len(ns.Spec.Finalizers) > 0, nil
@@ -190,23 +189,44 @@ func (namespaceStrategy) Finalized(obj *resource.Object) bool {
 	return err == nil && len(ns.Spec.Finalizers) == 0
 }
 
-// namespaceChecker is Kubernetes' NamespaceLifecycle admission for creates.
-type namespaceChecker struct{ r *Registry }
+// namespaceTable is kubectl's table of namespaces: Name, Status, Age.
+type namespaceTable struct{}
 
-// NamespaceChecker returns the check that refuses creates in namespaces
-// that do not exist or are terminating.
-func (r *Registry) NamespaceChecker() resource.NamespaceChecker { return namespaceChecker{r} }
+func (namespaceTable) ConvertToTable(_ context.Context, _ string, objs []*unstructured.Unstructured, noHeaders bool) (*metav1.Table, error) {
+	tbl := &metav1.Table{}
+	if !noHeaders {
+		tbl.ColumnDefinitions = []metav1.TableColumnDefinition{
+			{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]},
+			{Name: "Status", Type: "string", Description: "The status of the namespace"},
+			{Name: "Age", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]},
+		}
+	}
+	for _, o := range objs {
+		phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
+		tbl.Rows = append(tbl.Rows, metav1.TableRow{Cells: []any{o.GetName(), phase, resource.Age(o.GetCreationTimestamp())}})
+	}
+	return tbl, nil
+}
 
-func (n namespaceChecker) CheckCreate(ctx context.Context, gr schema.GroupResource, objName, name string) error {
-	res := n.r.namespaces
-	key := res.Key("", name)
-	it, _ := res.Cache.Get(key)
+// NamespaceLifecycle is Kubernetes' NamespaceLifecycle admission for
+// creates: no new object in a namespace that does not exist or is being
+// terminated.
+type NamespaceLifecycle struct {
+	// Namespaces is the namespaces resource (its cache is read).
+	Namespaces *resource.Resource
+	// Store is read when the cache lags a namespace created a moment ago.
+	Store store.Interface
+}
+
+// CheckCreate implements resource.NamespaceChecker.
+func (n NamespaceLifecycle) CheckCreate(ctx context.Context, gr schema.GroupResource, objName, name string) error {
+	key := n.Namespaces.Key("", name)
+	it, _ := n.Namespaces.Cache.Get(key)
 	var raw []byte
 	if it != nil {
 		raw = it.Raw
 	} else {
-		// The cache may lag a namespace created a moment ago.
-		kv, _, err := n.r.store.Get(ctx, key, 0)
+		kv, _, err := n.Store.Get(ctx, key, 0)
 		if errors.Is(err, store.ErrNotFound) {
 			return apierrors.NewNotFound(corev1.Resource("namespaces"), name)
 		}

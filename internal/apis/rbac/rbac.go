@@ -1,4 +1,4 @@
-package registry
+package rbac
 
 import (
 	"context"
@@ -8,10 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crdserver/crdserver/internal/auth"
-	"github.com/crdserver/crdserver/internal/rbac"
-	"github.com/crdserver/crdserver/internal/resource"
-	"github.com/crdserver/crdserver/internal/store"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/crdserver/crdserver/internal/auth"
+	rbacpolicy "github.com/crdserver/crdserver/internal/auth/rbac"
+	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 // rbacKind describes one of the four RBAC resources.
@@ -34,18 +36,17 @@ type rbacKind struct {
 }
 
 var (
-	clusterRoleKind        = rbacKind{rbac.KindClusterRole, "clusterroles", "clusterrole", false, "/registry/clusterroles/"}
-	roleKind               = rbacKind{rbac.KindRole, "roles", "role", true, "/registry/roles/"}
-	clusterRoleBindingKind = rbacKind{rbac.KindClusterRoleBinding, "clusterrolebindings", "clusterrolebinding", false, "/registry/clusterrolebindings/"}
-	roleBindingKind        = rbacKind{rbac.KindRoleBinding, "rolebindings", "rolebinding", true, "/registry/rolebindings/"}
+	clusterRoleKind        = rbacKind{rbacpolicy.KindClusterRole, "clusterroles", "clusterrole", false, "/registry/clusterroles/"}
+	roleKind               = rbacKind{rbacpolicy.KindRole, "roles", "role", true, "/registry/roles/"}
+	clusterRoleBindingKind = rbacKind{rbacpolicy.KindClusterRoleBinding, "clusterrolebindings", "clusterrolebinding", false, "/registry/clusterrolebindings/"}
+	roleBindingKind        = rbacKind{rbacpolicy.KindRoleBinding, "rolebindings", "rolebinding", true, "/registry/rolebindings/"}
 	rbacKinds              = []rbacKind{clusterRoleKind, roleKind, clusterRoleBindingKind, roleBindingKind}
 )
 
 func (k rbacKind) binding() bool { return strings.HasSuffix(k.kind, "Binding") }
 
-// rbacResource serves one RBAC resource from the same engine as every
-// other.
-func rbacResource(k rbacKind, cache *store.Cache, st *rbac.Store) *resource.Resource {
+// resourceFor serves one RBAC resource from the same engine as every other.
+func resourceFor(k rbacKind, cache *store.Cache, st *rbacpolicy.Store) *resource.Resource {
 	return &resource.Resource{
 		Group:                    rbacv1.GroupName,
 		Plural:                   k.plural,
@@ -58,9 +59,9 @@ func rbacResource(k rbacKind, cache *store.Cache, st *rbac.Store) *resource.Reso
 		KeyPrefix:                k.prefix,
 		Cache:                    cache,
 		Strategy:                 rbacStrategy{k: k, store: st},
-		Converter:                resource.ApiVersionConverter{},
+		Converter:                conversion.None{},
 		Table:                    rbacTable{binding: k.binding()},
-		FieldManagers:            builtinFieldManagers(rbacv1.GroupName, k.kind, false),
+		FieldManagers:            resource.BuiltinFieldManagers(rbacv1.GroupName, k.kind, false),
 		AllowUnconditionalUpdate: true,
 		Protobuf:                 true,
 		ValidateName:             pathvalidation.ValidatePathSegmentName,
@@ -72,16 +73,16 @@ func rbacResource(k rbacKind, cache *store.Cache, st *rbac.Store) *resource.Reso
 // escalation checks.
 type rbacStrategy struct {
 	k     rbacKind
-	store *rbac.Store
+	store *rbacpolicy.Store
 }
 
 func (s rbacStrategy) typed() any {
 	switch s.k.kind {
-	case rbac.KindClusterRole:
+	case rbacpolicy.KindClusterRole:
 		return &rbacv1.ClusterRole{}
-	case rbac.KindRole:
+	case rbacpolicy.KindRole:
 		return &rbacv1.Role{}
-	case rbac.KindClusterRoleBinding:
+	case rbacpolicy.KindClusterRoleBinding:
 		return &rbacv1.ClusterRoleBinding{}
 	}
 	return &rbacv1.RoleBinding{}
@@ -99,7 +100,7 @@ func (s rbacStrategy) decode(obj *resource.Object) (any, error) {
 // Normalize decodes a body through its RBAC type.
 func (s rbacStrategy) Normalize(obj *resource.Object) ([]error, error) {
 	t := s.typed()
-	strict, err := decodeTyped(obj, t)
+	strict, err := resource.DecodeStrict(obj, t)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version \"v1\" cannot be handled as a %s: %v", s.k.kind, s.k.kind, err))
 	}
@@ -192,9 +193,9 @@ func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, namespaced b
 	if ref.APIGroup != rbacv1.GroupName {
 		errs = append(errs, field.NotSupported(p.Child("apiGroup"), ref.APIGroup, []string{rbacv1.GroupName}))
 	}
-	kinds := []string{rbac.KindClusterRole}
+	kinds := []string{rbacpolicy.KindClusterRole}
 	if namespaced {
-		kinds = []string{rbac.KindRole, rbac.KindClusterRole}
+		kinds = []string{rbacpolicy.KindRole, rbacpolicy.KindClusterRole}
 	}
 	if !slices.Contains(kinds, ref.Kind) {
 		errs = append(errs, field.NotSupported(p.Child("kind"), ref.Kind, kinds))
@@ -308,7 +309,7 @@ func (s rbacStrategy) Admit(ctx context.Context, obj, old *resource.Object) erro
 
 func (s rbacStrategy) admitBinding(u user.Info, gr schema.GroupResource, name string, ref rbacv1.RoleRef, ns string, allowed func(verb, resource, name string) bool) error {
 	refResource := "clusterroles"
-	if ref.Kind == rbac.KindRole {
+	if ref.Kind == rbacpolicy.KindRole {
 		refResource = "roles"
 	}
 	if allowed("bind", refResource, ref.Name) {
@@ -380,4 +381,16 @@ func (t rbacTable) ConvertToTable(_ context.Context, _ string, objs []*unstructu
 			strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", ")}})
 	}
 	return tbl, nil
+}
+
+// Resources are the four RBAC resources — ClusterRoles, Roles,
+// ClusterRoleBindings and RoleBindings, in that order — each served from
+// the cache newCache makes for its key prefix. Writes are checked for
+// escalation against the roles and bindings in st.
+func Resources(newCache func(prefix string) *store.Cache, st *rbacpolicy.Store) []*resource.Resource {
+	out := make([]*resource.Resource, len(rbacKinds))
+	for i, k := range rbacKinds {
+		out[i] = resourceFor(k, newCache(k.prefix), st)
+	}
+	return out
 }

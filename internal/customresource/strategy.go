@@ -1,4 +1,4 @@
-package registry
+package customresource
 
 import (
 	"context"
@@ -6,19 +6,20 @@ import (
 	"math"
 	"strings"
 
-	"github.com/crdserver/crdserver/internal/resource"
-	"github.com/crdserver/crdserver/internal/schema"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/schema"
 )
 
-// customResourceStrategy holds Kubernetes' rules for custom resources:
+// strategy holds Kubernetes' rules for custom resources:
 // with a status subresource the main resource cannot write status, and the
 // generation counts changes outside metadata.
-type customResourceStrategy struct {
+type strategy struct {
 	// status says which apiVersions have the status subresource.
 	status map[string]bool
 	// schemas are the compiled schemas by apiVersion.
@@ -28,7 +29,7 @@ type customResourceStrategy struct {
 }
 
 // Coerce prunes and defaults a request body with its version's schema.
-func (s customResourceStrategy) Coerce(content map[string]any, track bool) ([]string, error) {
+func (s strategy) Coerce(content map[string]any, track bool) ([]string, error) {
 	av, _ := content["apiVersion"].(string)
 	v := s.schemas[av]
 	unknown, err := v.Coerce(content, track)
@@ -39,14 +40,14 @@ func (s customResourceStrategy) Coerce(content map[string]any, track bool) ([]st
 	return unknown, nil
 }
 
-func (s customResourceStrategy) PrepareForCreate(_ context.Context, obj *resource.Object) {
+func (s strategy) PrepareForCreate(_ context.Context, obj *resource.Object) {
 	if s.status[obj.APIVersion()] {
 		delete(obj.Content, "status")
 	}
 	obj.Meta.Generation = 1
 }
 
-func (s customResourceStrategy) PrepareForUpdate(_ context.Context, obj, old *resource.Object) {
+func (s strategy) PrepareForUpdate(_ context.Context, obj, old *resource.Object) {
 	if s.status[obj.APIVersion()] {
 		if st, ok := old.Content["status"]; ok {
 			obj.Content["status"] = runtime.DeepCopyJSONValue(st)
@@ -61,7 +62,7 @@ func (s customResourceStrategy) PrepareForUpdate(_ context.Context, obj, old *re
 
 // PrepareForStatusUpdate takes only status from the request; everything
 // else stays as stored (managedFields aside).
-func (s customResourceStrategy) PrepareForStatusUpdate(_ context.Context, obj, old *resource.Object) {
+func (s strategy) PrepareForStatusUpdate(_ context.Context, obj, old *resource.Object) {
 	st, ok := obj.Content["status"]
 	managed := obj.Meta.ManagedFields
 	next := old.DeepCopy()
@@ -74,19 +75,19 @@ func (s customResourceStrategy) PrepareForStatusUpdate(_ context.Context, obj, o
 	*obj = *next
 }
 
-func (s customResourceStrategy) Validate(ctx context.Context, obj *resource.Object) field.ErrorList {
+func (s strategy) Validate(ctx context.Context, obj *resource.Object) field.ErrorList {
 	u := obj.ToUnstructured()
 	errs := s.schemas[obj.APIVersion()].Validate(ctx, u)
 	return append(errs, s.validateScale(u, obj.APIVersion(), true)...)
 }
 
-func (s customResourceStrategy) ValidateUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
+func (s strategy) ValidateUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
 	u := obj.ToUnstructured()
 	errs := s.schemas[obj.APIVersion()].ValidateUpdate(ctx, u, old.ToUnstructured())
 	return append(errs, s.validateScale(u, obj.APIVersion(), true)...)
 }
 
-func (s customResourceStrategy) ValidateStatusUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
+func (s strategy) ValidateStatusUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
 	u := obj.ToUnstructured()
 	errs := s.schemas[obj.APIVersion()].ValidateStatus(ctx, u, old.ToUnstructured())
 	return append(errs, s.validateScale(u, obj.APIVersion(), false)...)
@@ -95,7 +96,7 @@ func (s customResourceStrategy) ValidateStatusUpdate(ctx context.Context, obj, o
 // validateScale checks the replicas (and label selector) paths of the
 // scale subresource as Kubernetes does: replicas must be non-negative
 // int32 values; spec replicas are checked on every write but a status one.
-func (s customResourceStrategy) validateScale(obj map[string]any, apiVersion string, spec bool) field.ErrorList {
+func (s strategy) validateScale(obj map[string]any, apiVersion string, spec bool) field.ErrorList {
 	scale := s.scales[apiVersion]
 	if scale == nil {
 		return nil

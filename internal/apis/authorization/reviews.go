@@ -1,4 +1,4 @@
-package registry
+package authorization
 
 import (
 	"errors"
@@ -6,10 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/crdserver/crdserver/internal/auth"
-	"github.com/crdserver/crdserver/internal/rbac"
-	"github.com/crdserver/crdserver/internal/request"
-	"github.com/crdserver/crdserver/internal/resource"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,13 +14,18 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/crdserver/crdserver/internal/auth"
+	rbacpolicy "github.com/crdserver/crdserver/internal/auth/rbac"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/resource"
 )
 
-// reviewResources are the create-only resources that ask the server about
-// access: authorization.k8s.io's access and rules reviews (kubectl auth
-// can-i) and authentication.k8s.io's SelfSubjectReview (kubectl auth
-// whoami). Nothing is stored.
-func reviewResources(st *rbac.Store) []*resource.Resource {
+// Reviews are the create-only resources that ask the server about access:
+// authentication.k8s.io's SelfSubjectReview (kubectl auth whoami) and
+// authorization.k8s.io's access and rules reviews (kubectl auth can-i),
+// answered by system:masters and the RBAC roles in st. Nothing is stored.
+func Reviews(st *rbacpolicy.Store) []*resource.Resource {
 	authz := auth.Chain{auth.Privileged{}, st}
 	mk := func(group, plural, kind string, namespaced bool, serve func(w http.ResponseWriter, r *http.Request, info *request.Info, t request.Target, body []byte) (any, error)) *resource.Resource {
 		return &resource.Resource{

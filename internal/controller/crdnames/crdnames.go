@@ -1,0 +1,181 @@
+package crdnames
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/crdserver/crdserver/internal/apis/apiextensions"
+	"github.com/crdserver/crdserver/internal/controller"
+	"github.com/crdserver/crdserver/internal/registry"
+)
+
+// Controller accepts the names of CRDs and establishes them, as
+// Kubernetes' naming and establishing controllers do.
+type Controller struct {
+	reader controller.Reader
+	client apiextensionsclient.Interface
+	log    *slog.Logger
+	queue  controller.Queue
+}
+
+// New returns the controller; it writes CRD status through client.
+func New(reader controller.Reader, client apiextensionsclient.Interface, log *slog.Logger) *Controller {
+	return &Controller{reader: reader, client: client, log: log, queue: controller.NewQueue("crd-names")}
+}
+
+// Name implements controller.Controller.
+func (c *Controller) Name() string { return "crd-names" }
+
+// Run implements controller.Controller: every CRD that changes is synced;
+// when one goes, the others of its group are looked at again, as names it
+// held are free.
+func (c *Controller) Run(ctx context.Context) {
+	seen := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	c.reader.Subscribe(func(ix *registry.Index) {
+		for name, crd := range ix.CRDs {
+			if seen[name] != crd {
+				c.queue.Add(name)
+			}
+		}
+		for name, crd := range seen {
+			if _, ok := ix.CRDs[name]; ok {
+				continue
+			}
+			for other, o := range ix.CRDs {
+				if o.Spec.Group == crd.Spec.Group {
+					c.queue.Add(other)
+				}
+			}
+		}
+		seen = maps.Clone(ix.CRDs)
+	})
+	controller.Work(ctx, c.Name(), c.queue, 1, c.log, c.sync)
+}
+
+// sync drives one CRD: names accepted, then established. A CRD being
+// deleted is left to the cleanup controller.
+func (c *Controller) sync(ctx context.Context, name string) error {
+	ix := c.reader.Index()
+	crd := ix.CRDs[name]
+	if crd == nil || crd.DeletionTimestamp != nil {
+		return nil
+	}
+	crd = crd.DeepCopy()
+	names, namesCond, estCond := acceptNames(ix, crd)
+	if !reflect.DeepEqual(names, crd.Status.AcceptedNames) ||
+		!apihelpers.IsCRDConditionEquivalent(&namesCond, apihelpers.FindCRDCondition(crd, apiextensionsv1.NamesAccepted)) ||
+		!apihelpers.IsCRDConditionEquivalent(&estCond, apihelpers.FindCRDCondition(crd, apiextensionsv1.Established)) {
+		crd.Status.AcceptedNames = names
+		apihelpers.SetCRDCondition(crd, namesCond)
+		apihelpers.SetCRDCondition(crd, estCond)
+		_, err := c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{})
+		return err
+	}
+	// The registry serves the resource from the moment its names were
+	// accepted (this runs after the registry applied that state): it is
+	// established.
+	if namesCond.Status == apiextensionsv1.ConditionTrue && !apiextensions.IsEstablished(crd) {
+		apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
+			Type:    apiextensionsv1.Established,
+			Status:  apiextensionsv1.ConditionTrue,
+			Reason:  "InitialNamesAccepted",
+			Message: "the initial names have been accepted",
+		})
+		_, err := c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{})
+		return err
+	}
+	return nil
+}
+
+// acceptNames decides which of a CRD's requested names it may have: a name
+// another CRD of the group already holds is refused, as Kubernetes' naming
+// controller does, and the CRD keeps the names it had.
+func acceptNames(ix *registry.Index, crd *apiextensionsv1.CustomResourceDefinition) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
+	usedResources, usedKinds := sets.New[string](), sets.New[string]()
+	for n, other := range ix.CRDs {
+		if n == crd.Name || other.Spec.Group != crd.Spec.Group {
+			continue
+		}
+		an := other.Status.AcceptedNames
+		usedResources.Insert(an.Plural, an.Singular)
+		usedResources.Insert(an.ShortNames...)
+		usedKinds.Insert(an.Kind, an.ListKind)
+	}
+	for _, b := range ix.Resources {
+		if ix.Builtin[b] && b.Group == crd.Spec.Group {
+			usedResources.Insert(b.Plural, b.Singular)
+			usedResources.Insert(b.ShortNames...)
+			usedKinds.Insert(b.Kind, b.ListKind)
+		}
+	}
+
+	cond := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue, Reason: "NoConflicts", Message: "no conflicts found"}
+	conflict := func(reason, name string) {
+		cond.Status, cond.Reason, cond.Message = apiextensionsv1.ConditionFalse, reason, fmt.Sprintf("%q is already in use", name)
+	}
+	want, have := crd.Spec.Names, crd.Status.AcceptedNames
+	out := have
+	free := func(name, held string, used sets.Set[string]) bool {
+		return name == held || !used.Has(name)
+	}
+	if free(want.Plural, have.Plural, usedResources) {
+		out.Plural = want.Plural
+	} else {
+		conflict("PluralConflict", want.Plural)
+	}
+	if free(want.Singular, have.Singular, usedResources) {
+		out.Singular = want.Singular
+	} else {
+		conflict("SingularConflict", want.Singular)
+	}
+	if !reflect.DeepEqual(want.ShortNames, have.ShortNames) {
+		var taken []string
+		for _, s := range want.ShortNames {
+			if !slices.Contains(have.ShortNames, s) && usedResources.Has(s) {
+				taken = append(taken, fmt.Sprintf("%q is already in use", s))
+			}
+		}
+		if len(taken) == 0 {
+			out.ShortNames = want.ShortNames
+		} else {
+			cond.Status, cond.Reason = apiextensionsv1.ConditionFalse, "ShortNamesConflict"
+			cond.Message = taken[0]
+			if len(taken) > 1 {
+				cond.Message = "[" + strings.Join(taken, ", ") + "]"
+			}
+		}
+	}
+	if free(want.Kind, have.Kind, usedKinds) {
+		out.Kind = want.Kind
+	} else {
+		conflict("KindConflict", want.Kind)
+	}
+	if free(want.ListKind, have.ListKind, usedKinds) {
+		out.ListKind = want.ListKind
+	} else {
+		conflict("ListKindConflict", want.ListKind)
+	}
+	out.Categories = want.Categories
+
+	est := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "NotAccepted", Message: "not all names are accepted"}
+	if old := apihelpers.FindCRDCondition(crd, apiextensionsv1.Established); old != nil {
+		est = *old
+	}
+	if est.Status != apiextensionsv1.ConditionTrue && cond.Status == apiextensionsv1.ConditionTrue {
+		est = apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "Installing", Message: "the initial names have been accepted"}
+	}
+	return out, cond, est
+}
+
+

@@ -1,0 +1,146 @@
+package registry
+
+import (
+	"context"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/crdserver/crdserver/internal/apis/apiextensions"
+	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/customresource"
+	"github.com/crdserver/crdserver/internal/store"
+)
+
+// Start waits for the built-in caches, then follows the stored CRDs until
+// Stop: each CRD whose names are accepted is served.
+func (r *Registry) Start(ctx context.Context) error {
+	if err := r.WaitReady(ctx); err != nil {
+		return err
+	}
+	r.done = make(chan struct{})
+	go func() {
+		defer close(r.done)
+		r.followCRDs(r.ctx)
+	}()
+	return nil
+}
+
+// followCRDs keeps the registry in step with the stored CRDs.
+func (r *Registry) followCRDs(ctx context.Context) {
+	store.Follow(ctx, r.opts.CRDs.Cache, func(items []*store.Item, rev int64) {
+		seen := sets.New[string]()
+		for _, it := range items {
+			seen.Insert(it.Name)
+			r.applyCRD(it)
+		}
+		r.mu.Lock()
+		var gone []string
+		for name := range r.defs {
+			if !seen.Has(name) {
+				gone = append(gone, name)
+			}
+		}
+		r.mu.Unlock()
+		for _, name := range gone {
+			r.removeCRD(name)
+		}
+		r.markApplied(rev)
+		r.synced.Store(true)
+	}, func(ev store.Event) {
+		switch ev.Type {
+		case store.Added, store.Modified:
+			r.applyCRD(ev.Item)
+		case store.Deleted:
+			r.removeCRD(ev.Item.Name)
+		}
+		r.markApplied(ev.Rev)
+	})
+}
+
+// applyCRD (re)builds the resource of a stored CRD and publishes it. The
+// resource keeps its watch cache, and its compiled schemas and converter
+// while the CRD's generation and spec.conversion stay the same.
+func (r *Registry) applyCRD(it *store.Item) {
+	crd, err := apiextensions.Decode(it.Raw)
+	if err != nil {
+		r.log.Error("undecodable CRD", "name", it.Name, "err", err)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.defs[crd.Name]
+	if e == nil {
+		e = &crdEntry{}
+		r.defs[crd.Name] = e
+	}
+	e.crd = crd
+	old := e.res
+	e.res = nil
+	if apiextensions.Servable(crd) && !r.builtinOverlap(crd.Spec.Group, crd.Status.AcceptedNames.Plural) {
+		prefix := customresource.KeyPrefix(crd)
+		cache := r.caches[prefix]
+		if cache == nil {
+			cache = r.opts.NewCache(prefix)
+			r.caches[prefix] = cache
+		}
+		if e.schemas == nil || e.schemaGen != crd.Generation {
+			schemas, err := customresource.CompileSchemas(crd)
+			if err != nil {
+				// CRD validation refuses what does not compile; log it.
+				r.log.Error("CRD schema", "crd", crd.Name, "err", err)
+			}
+			e.schemas, e.schemaGen, e.schemaRev = schemas, crd.Generation, it.Rev
+			e.conv = nil
+		}
+		if e.conv == nil || !apiequality.Semantic.DeepEqual(e.convSpec, crd.Spec.Conversion) {
+			conv, err := conversion.ForCRD(crd, e.schemas, e.schemaRev, r.opts.Conversion)
+			if err != nil {
+				// Served without conversion between versions: reads in
+				// another version fail with the reason.
+				r.log.Warn("CRD conversion", "crd", crd.Name, "err", err)
+			}
+			e.conv = conv
+			e.convSpec = crd.Spec.Conversion.DeepCopy()
+		}
+		e.res = customresource.New(crd, cache, e.conv, e.schemas)
+	}
+	if old != nil && old.Converter != nil && (e.res == nil || old.Converter != e.res.Converter) {
+		// Requests in flight may still use it: this closes idle
+		// connections only.
+		conversion.Close(old.Converter)
+	}
+	r.publish()
+}
+
+// builtinOverlap: a CRD may not take over a built-in resource.
+func (r *Registry) builtinOverlap(group, plural string) bool {
+	for _, b := range r.opts.Builtins {
+		if b.Group == group && b.Plural == plural {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Registry) removeCRD(name string) {
+	r.mu.Lock()
+	e := r.defs[name]
+	delete(r.defs, name)
+	var stop *store.Cache
+	if e != nil {
+		prefix := customresource.KeyPrefix(e.crd)
+		if c := r.caches[prefix]; c != nil {
+			stop = c
+			delete(r.caches, prefix)
+		}
+		if e.res != nil {
+			conversion.Close(e.res.Converter)
+		}
+	}
+	r.publish()
+	r.mu.Unlock()
+	if stop != nil {
+		go stop.Stop()
+	}
+}

@@ -1,0 +1,78 @@
+package resource
+
+import (
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/crdserver/crdserver/internal/conversion"
+)
+
+// Helpers for the built-in APIs' strategies, which work on Go types.
+
+// DecodeStrict decodes an Object into a Go type, returning the strict
+// decoding errors (unknown and duplicate fields) apart from a failure.
+func DecodeStrict(obj *Object, into any) ([]error, error) {
+	data, err := obj.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return kjson.UnmarshalStrict(data, into)
+}
+
+// FromTyped replaces an Object's content and metadata with a Go object's
+// (one whose metadata is an ObjectMeta). apiVersion and kind stay the
+// Object's.
+func FromTyped(typed any, obj *Object) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return err
+	}
+	delete(u, "metadata")
+	u["apiVersion"], u["kind"] = obj.APIVersion(), obj.Kind()
+	obj.Content = u
+	if m, ok := typed.(interface{ GetObjectMeta() metav1.Object }); ok {
+		if om, ok := m.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			obj.Meta = *om
+		}
+	}
+	return nil
+}
+
+// ToTyped decodes an Object into a Go type (lax: unknown fields are
+// dropped).
+func ToTyped(obj *Object, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(obj.ToUnstructured(), into)
+}
+
+// BuiltinFieldManagers track the managedFields of a built-in kind with the
+// deduced type converter (every list atomic, every map granular). With
+// statusReset, the main resource does not own status and the status
+// subresource owns nothing else, as for kinds with a status subresource.
+func BuiltinFieldManagers(group, kind string, statusReset bool) *FieldManagers {
+	return &FieldManagers{
+		Group:     group,
+		Kind:      kind,
+		Converter: conversion.None{},
+		ResetFields: func(sub, _ string) []string {
+			switch {
+			case !statusReset:
+				return nil
+			case sub == "status":
+				return []string{"metadata", "spec"}
+			}
+			return []string{"status"}
+		},
+	}
+}
+
+// SortVersions orders versions by Kubernetes' version priority: GA before
+// beta before alpha, higher numbers first, then other names alphabetically.
+func SortVersions(vs []string) {
+	sort.SliceStable(vs, func(i, j int) bool {
+		return version.CompareKubeAwareVersionStrings(vs[i], vs[j]) > 0
+	})
+}

@@ -1,0 +1,178 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/store"
+)
+
+// Version returns what /version reports: the Kubernetes version whose API
+// crdserver serves, marked as crdserver's build.
+func Version() version.Info { return serverVersion }
+
+var serverVersion = version.Info{
+	Major:                 "1",
+	Minor:                 "37",
+	EmulationMajor:        "1",
+	EmulationMinor:        "37",
+	MinCompatibilityMajor: "1",
+	MinCompatibilityMinor: "36",
+	GitVersion:            "v1.37.0+crdserver",
+	GitTreeState:          "clean",
+	BuildDate:             "1970-01-01T00:00:00Z",
+	GoVersion:             runtime.Version(),
+	Compiler:              runtime.Compiler,
+	Platform:              runtime.GOOS + "/" + runtime.GOARCH,
+}
+
+// CacheOptions tune the watch caches. Zero values take the defaults.
+type CacheOptions struct {
+	// History is how many recent events a cache keeps for watches that
+	// resume from a resourceVersion (default 10000).
+	History int
+	// WatcherBuffer is how many events a watcher may fall behind before it
+	// is closed (default 1000).
+	WatcherBuffer int
+	// BookmarkInterval is how often watchers that asked for bookmarks get
+	// one (default one minute).
+	BookmarkInterval time.Duration
+	// FreshTimeout bounds how long a read waits for a cache to reach a
+	// revision (default 3 seconds).
+	FreshTimeout time.Duration
+}
+
+// ConversionOptions tune webhook conversion. Zero values take the
+// defaults.
+type ConversionOptions struct {
+	// ServiceAddresses says where conversion webhook services are, for a
+	// server without cluster DNS: "namespace/name:port" → "host:port".
+	ServiceAddresses map[string]string
+	// Timeout bounds one webhook call (default 30 seconds).
+	Timeout time.Duration
+	// MaxObjectsPerCall bounds the objects in one ConversionReview
+	// (default 1000).
+	MaxObjectsPerCall int
+}
+
+// Config configures a server. The zero value, with DataDir set, runs an
+// embedded etcd and listens on a random loopback port.
+type Config struct {
+	// DataDir holds the embedded etcd's data and admin.kubeconfig.
+	DataDir string
+	// BindAddress is the address to listen on (default 127.0.0.1).
+	BindAddress string
+	// Port to listen on; 0 picks a free one.
+	Port int
+	// EtcdServers, when set, are an external etcd cluster to use instead of
+	// the embedded one.
+	EtcdServers  []string
+	EtcdCAFile   string
+	EtcdCertFile string
+	EtcdKeyFile  string
+	// CompactionInterval is how often old etcd revisions are compacted
+	// (default 5 minutes; negative disables).
+	CompactionInterval time.Duration
+	// ShutdownTimeout bounds how long Close waits for requests in flight
+	// (default 60 seconds).
+	ShutdownTimeout time.Duration
+	// MinRequestTimeout: watches without timeoutSeconds last between it and
+	// twice it (default 30 minutes).
+	MinRequestTimeout time.Duration
+	// Cache tunes the watch caches (bookmark interval, history).
+	Cache CacheOptions
+	// Conversion tunes webhook conversion: service addresses (for servers
+	// without cluster DNS), timeout, objects per call.
+	Conversion ConversionOptions
+	// AuditLogPath, when set, is where audit.k8s.io/v1 Events are appended
+	// as JSON lines ("-": standard output), as AuditPolicyFile chooses
+	// (without one: every request at the Metadata level).
+	AuditLogPath    string
+	AuditPolicyFile string
+	// AuditLogMaxSizeMB rotates the audit log past this size (0: never);
+	// AuditLogMaxBackups and AuditLogMaxAgeDays bound the rotated files.
+	AuditLogMaxSizeMB, AuditLogMaxBackups, AuditLogMaxAgeDays int
+	// Logger receives the server's logs (default slog.Default()).
+	Logger *slog.Logger
+
+	// Insecure serves plain HTTP and trusts every request with everything,
+	// as kube-apiserver's old insecure port did. Only for a loopback
+	// BindAddress.
+	Insecure bool
+	// TLSCertFile and TLSKeyFile are the operator's serving certificate;
+	// without them crdserver makes its own (in DataDir/pki) on first start,
+	// for 127.0.0.1, ::1, localhost, the host name, AdvertiseAddress and
+	// TLSSANs.
+	TLSCertFile, TLSKeyFile string
+	// TLSSANs are more names or addresses for the serving certificate.
+	TLSSANs []string
+	// AdvertiseAddress is the address clients reach the server on.
+	AdvertiseAddress string
+	// ClientCAFile holds more CAs whose client certificates authenticate
+	// users (CN the user name, O the groups); crdserver's own CA, which
+	// signs the admin certificate, always does.
+	ClientCAFile string
+	// TokenAuthFile is a Kubernetes static token file (CSV: token, user,
+	// uid, "group1,group2").
+	TokenAuthFile string
+	// DisableAnonymous refuses requests without credentials (401) instead
+	// of serving them as system:anonymous.
+	DisableAnonymous bool
+
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the
+	// read-only and the mutating requests served at once (watches and
+	// system:masters not counted; defaults 400 and 200; negative: no limit).
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// RequestTimeout ends requests other than watches with 504 (default
+	// 60 seconds; negative: none).
+	RequestTimeout time.Duration
+}
+
+// withDefaults fills in what the zero Config leaves to the defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.DataDir == "" {
+		return cfg, errors.New("server: DataDir is required")
+	}
+	if cfg.BindAddress == "" {
+		cfg.BindAddress = "127.0.0.1"
+	}
+	if cfg.CompactionInterval == 0 {
+		cfg.CompactionInterval = 5 * time.Minute
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 60 * time.Second
+	}
+	if cfg.MinRequestTimeout <= 0 {
+		cfg.MinRequestTimeout = 30 * time.Minute
+	}
+	if cfg.MaxRequestsInFlight == 0 {
+		cfg.MaxRequestsInFlight = 400
+	}
+	if cfg.MaxMutatingRequestsInFlight == 0 {
+		cfg.MaxMutatingRequestsInFlight = 200
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 60 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Insecure && !isLoopback(cfg.BindAddress) {
+		return cfg, fmt.Errorf("plain HTTP is only served on a loopback address, not %s", cfg.BindAddress)
+	}
+	return cfg, nil
+}
+
+func (c CacheOptions) internal() store.CacheOptions {
+	return store.CacheOptions{History: c.History, WatcherBuffer: c.WatcherBuffer, BookmarkInterval: c.BookmarkInterval, FreshTimeout: c.FreshTimeout}
+}
+
+func (c ConversionOptions) internal() conversion.Options {
+	return conversion.Options{ServiceAddresses: c.ServiceAddresses, Timeout: c.Timeout, MaxObjectsPerCall: c.MaxObjectsPerCall}
+}

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/crdserver/crdserver/internal/audit"
+	"github.com/crdserver/crdserver/internal/auth"
+	"github.com/crdserver/crdserver/internal/discovery"
+	"github.com/crdserver/crdserver/internal/filters"
+	"github.com/crdserver/crdserver/internal/loopback"
+	"github.com/crdserver/crdserver/internal/openapi"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/resource"
+)
+
+// buildHandler assembles the filter chain around the router. Filters run
+// outermost first: recovery, request info, metrics, the request timeout,
+// authentication, audit, impersonation, in-flight limits, authorization,
+// compression.
+func (s *Server) buildHandler() http.Handler {
+	metrics := filters.NewMetrics()
+	var h http.Handler = s.router(metrics)
+	authz := auth.Chain{auth.Privileged{}, s.policy}
+	h = filters.WithCompression(h)
+	h = auth.WithAuthorization(h, authz)
+	h = filters.WithMaxInFlight(h, s.cfg.MaxRequestsInFlight, s.cfg.MaxMutatingRequestsInFlight)
+	h = auth.WithImpersonation(h, authz)
+	h = audit.WithAudit(h, s.audit)
+	h = auth.WithAuthentication(h, s.authn)
+	h = filters.WithRequestTimeout(h, s.cfg.RequestTimeout)
+	h = metrics.WithMetrics(h)
+	h = filters.WithRequestInfo(h)
+	h = filters.WithRecovery(h, s.log)
+	return h
+}
+
+// router sends resource requests to the engine and the rest to discovery,
+// OpenAPI, health and metrics.
+func (s *Server) router(metrics *filters.Metrics) http.Handler {
+	disc := &discovery.Handler{Registry: s.registry, Version: Version()}
+	oapi := openapi.New()
+	s.registry.Subscribe(oapi.Sync)
+	engine := &resource.Handler{
+		Store:             s.store,
+		Namespaces:        namespaceLifecycle(s),
+		Log:               s.log,
+		MinRequestTimeout: s.cfg.MinRequestTimeout,
+		Stopping:          s.stopping,
+	}
+	livez, readyz, healthz := s.healthEndpoints()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := request.InfoFrom(r.Context())
+		if info.IsResourceRequest {
+			s.serveResource(w, r, info, engine)
+			return
+		}
+		p := r.URL.Path
+		switch {
+		case p == "/version" || p == "/version/":
+			disc.ServeVersion(w, r)
+		case p == "/metrics":
+			metrics.Handler().ServeHTTP(w, r)
+		case p == "/livez" || strings.HasPrefix(p, "/livez/"):
+			livez.ServeHTTP(w, r)
+		case p == "/readyz" || strings.HasPrefix(p, "/readyz/"):
+			readyz.ServeHTTP(w, r)
+		case p == "/healthz" || strings.HasPrefix(p, "/healthz/"):
+			healthz.ServeHTTP(w, r)
+		case p == "/openapi/v2" || p == "/openapi/v3" || strings.HasPrefix(p, "/openapi/v3/"):
+			oapi.ServeHTTP(w, r)
+		case strings.HasPrefix(p, "/api"):
+			// Discovery reflects every CRD change made before the request,
+			// whichever replica made it.
+			_ = s.registry.CatchUp(r.Context())
+			if !disc.ServeHTTP(w, r) {
+				request.WriteError(w, r, request.NotFound())
+			}
+		default:
+			request.WriteError(w, r, request.NotFound())
+		}
+	})
+}
+
+// serveResource finds the resource and version a request names and hands
+// it to the engine. crdserver's own controllers also reach a resource in
+// its storage version when that is not served.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *request.Info, engine *resource.Handler) {
+	lookup := func() (*resource.Resource, *resource.Version) {
+		ix := s.registry.Index()
+		res, ver := ix.Lookup(info.Group, info.Version, info.Resource)
+		if res == nil && loopback.IsInternal(r.Context()) {
+			res, ver = ix.LookupStorage(info.Group, info.Version, info.Resource)
+		}
+		return res, ver
+	}
+	res, ver := lookup()
+	if res == nil && s.registry.CatchUp(r.Context()) == nil {
+		// Another replica may have established it a moment ago.
+		res, ver = lookup()
+	}
+	if res == nil {
+		request.WriteError(w, r, request.NotFound())
+		return
+	}
+	engine.Serve(w, r, info, res, ver)
+}
