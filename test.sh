@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Runs every test of crdserver, as CI does: formatting and vet, unit and
-# integration tests under the race detector, a short run of each fuzz
-# target, and the end-to-end tests that drive the built binary with a real
-# kubectl and client-go. Needs only Go (and the Go module proxy).
+# Runs every test of crdserver, as CI does: formatting, vet and the linter,
+# unit and integration tests under the race detector, a short run of each
+# fuzz target, and the end-to-end tests that drive the built binary with a
+# real kubectl, client-go, controller-runtime and Helm. Needs only Go (and
+# the Go module proxy): the linter's version is pinned in tools/go.mod.
 #
 #   ./test.sh            everything
+#   ./test.sh quick      the inner loop: gofmt, vet, lint, unit tests
 #   FUZZTIME=30s ./test.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -13,6 +15,8 @@ if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
 fi
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 fuzztime="${FUZZTIME:-10s}"
+mode="${1:-all}"
+case "$mode" in all|quick) ;; *) echo "usage: $0 [quick]" >&2; exit 2 ;; esac
 
 step() { printf '\n== %s\n' "$*"; }
 
@@ -28,6 +32,18 @@ fi
 step "go vet"
 go vet ./...
 (cd e2e && go vet ./...)
+
+step "golangci-lint (version pinned in tools/go.mod)"
+(cd tools && go build -o ../bin/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
+./bin/golangci-lint run ./...
+(cd e2e && ../bin/golangci-lint run --config ../.golangci.yml ./...)
+
+if [ "$mode" = quick ]; then
+  step "unit tests"
+  go test -count=1 $(go list ./... | grep -v -e /integration -e /bench/)
+  step "quick checks passed"
+  exit 0
+fi
 
 step "unit and integration tests (race detector)"
 go test -race -count=1 ./...
@@ -45,7 +61,7 @@ for target in \
   go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" "$pkg"
 done
 
-step "end-to-end tests (built binary, kubectl, client-go)"
+step "end-to-end tests (built binary, kubectl, client-go, controller-runtime)"
 (cd e2e && go test -count=1 -timeout 30m ./...)
 
 step "all tests passed"

@@ -10,7 +10,7 @@
 #      apiextensions-apiserver on free loopback ports, the flags of start-reference.sh), so the
 #      shared reference is left alone;
 #   4. load on crdserver (fresh data dir): the widget CRD via kubectl, then crdbench load;
-#   4b. webhook conversion on crdserver (fresh data dir; issue 3): crdbench convert serves the
+#   4b. webhook conversion on crdserver (fresh data dir): crdbench convert serves the
 #      example CronTab webhook itself, creates a Webhook CRD and a None CRD, CONV_N objects in
 #      v1beta1 in each, and times CONV_LISTS GETs of each collection in v1 and v1beta1;
 #   4c. in-process benchmarks (GOBENCH=0 skips them): from the repo root,
@@ -277,7 +277,7 @@ if [[ $(stat -c %s "$OUT/crdserver-load.log") -gt 200000 ]]; then
   { head -n 200 "$OUT/crdserver-load.log"; echo "[... cut by run.sh ...]"; tail -n 200 "$OUT/crdserver-load.log"; } >"$WORK/l" && mv "$WORK/l" "$OUT/crdserver-load.log"
 fi
 
-# 4b. Webhook conversion on crdserver (issue 3).
+# 4b. Webhook conversion on crdserver.
 if [[ $CONVERT != 0 ]]; then
   echo "# webhook conversion on crdserver (fresh data dir; the webhook is served by crdbench itself)" >>"$OUT/commands.txt"
   port=$("$CB" freeport)
@@ -421,7 +421,7 @@ cat >>"$OUT/notes.md" <<EOF
 EOF
 if [[ $CONVERT != 0 ]]; then
   cat >>"$OUT/notes.md" <<EOF
-- **Webhook conversion** (issue 3) is \`crdbench convert\`, on a second fresh crdserver (and, unless
+- **Webhook conversion** is \`crdbench convert\`, on a second fresh crdserver (and, unless
   REF_CONVERT=0, on the shared reference the same way). The webhook is the example's handler,
   \`crontab.NewScheme()\` from \`examples/crontab-conversion/crontab\`, served by crdbench itself on a
   free loopback port over TLS (net/http, HTTP/2; a self-signed certificate for 127.0.0.1, given as

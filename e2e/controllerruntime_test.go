@@ -65,7 +65,7 @@ type crtCronTabSpec struct {
 
 func (c *crtCronTab) DeepCopy() *crtCronTab {
 	out := *c
-	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	c.DeepCopyInto(&out.ObjectMeta)
 	if c.Spec.Replicas != nil {
 		out.Spec.Replicas = ptr.To(*c.Spec.Replicas)
 	}
@@ -82,7 +82,7 @@ type crtCronTabList struct {
 
 func (l *crtCronTabList) DeepCopyObject() runtime.Object {
 	out := *l
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	l.DeepCopyInto(&out.ListMeta)
 	if l.Items != nil {
 		out.Items = make([]crtCronTab, len(l.Items))
 		for i := range l.Items {
@@ -751,7 +751,7 @@ func crtManagedFields(mf []metav1.ManagedFieldsEntry) string {
 	for _, e := range mf {
 		fields := ""
 		if e.FieldsV1 != nil {
-			fields = string(e.FieldsV1.Raw)
+			fields = e.FieldsV1.GetRawString()
 		}
 		fmt.Fprintf(&b, "\n  manager=%q operation=%s apiVersion=%s fieldsType=%s subresource=%q fields=%s", e.Manager, e.Operation, e.APIVersion, e.FieldsType, e.Subresource, fields)
 	}
@@ -777,8 +777,8 @@ func crtOwns(t *testing.T, mf []metav1.ManagedFieldsEntry, manager string, op me
 		return
 	}
 	var set map[string]any
-	if err := json.Unmarshal(entry.FieldsV1.Raw, &set); err != nil {
-		t.Errorf("managedFields of %s: fieldsV1 %s: %v", manager, entry.FieldsV1.Raw, err)
+	if err := json.Unmarshal(entry.FieldsV1.GetRawBytes(), &set); err != nil {
+		t.Errorf("managedFields of %s: fieldsV1 %s: %v", manager, entry.FieldsV1.GetRawString(), err)
 		return
 	}
 	has := func(path string) bool {

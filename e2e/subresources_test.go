@@ -461,7 +461,7 @@ func TestKubectlSubresources(t *testing.T) {
 		for _, m := range obj.GetManagedFields() {
 			fields := ""
 			if m.FieldsV1 != nil {
-				fields = string(m.FieldsV1.Raw)
+				fields = m.FieldsV1.GetRawString()
 			}
 			got = append(got, fmt.Sprintf("%s %s %s %s %s", m.Manager, m.Operation, m.APIVersion, m.FieldsType, fields))
 			if m.Time == nil || m.Time.IsZero() {

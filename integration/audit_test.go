@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crdserver/crdserver/server"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/crdserver/crdserver/server"
 )
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crdserver/crdserver/server"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/server"
 )
 
 // The benchmarks send requests straight to the server's handler (no

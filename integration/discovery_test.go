@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crdserver/crdserver/server"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/server"
 )
 
 func TestDiscovery(t *testing.T) {

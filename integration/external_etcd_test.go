@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crdserver/crdserver/server"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/crdserver/crdserver/server"
 )
 
 // startExternalEtcd runs an etcd server on a loopback port, as an operator's

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"context"
-	"github.com/crdserver/crdserver/server"
+
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/crdserver/crdserver/server"
 )
 
 // rbacEnv is a server with a token file and the CronTab CRD.

@@ -18,8 +18,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/crdserver/crdserver/server"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/crdserver/crdserver/server"
 )
 
 // twoVersions is the CronTab CRD with v1beta1 (deprecated) and v1

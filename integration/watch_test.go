@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crdserver/crdserver/server"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/crdserver/crdserver/server"
 )
 
 // next reads one event from a watch, failing after a while.

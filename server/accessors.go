@@ -77,4 +77,3 @@ func (s *Server) writeKubeconfig() error {
 	}
 	return os.WriteFile(s.KubeconfigPath(), b, 0o600)
 }
-

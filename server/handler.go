@@ -20,7 +20,7 @@ import (
 // compression.
 func (s *Server) buildHandler() http.Handler {
 	metrics := filters.NewMetrics()
-	var h http.Handler = s.router(metrics)
+	h := s.router(metrics)
 	authz := auth.Chain{auth.Privileged{}, s.policy}
 	h = filters.WithCompression(h)
 	h = auth.WithAuthorization(h, authz)

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
 )
 
 func review(version, desired string, objs ...string) string {

@@ -18,8 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crdserver/crdserver/internal/auth"
-	"github.com/crdserver/crdserver/internal/request"
 	"gopkg.in/natefinch/lumberjack.v2"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +28,9 @@ import (
 	auditpkg "k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/audit/policy"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/internal/auth"
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // Options configure the audit log, with kube-apiserver's flags.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/crdserver/crdserver/internal/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
@@ -14,6 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
+
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // Options say how requests are authenticated.
@@ -56,7 +57,7 @@ func NewAuthenticator(o Options) (*Authenticator, error) {
 		chain = append(chain, bearertoken.New(tokens))
 	}
 	// Authenticated users are also in system:authenticated.
-	var req authenticator.Request = group.NewAuthenticatedGroupAdder(union.New(chain...))
+	req := group.NewAuthenticatedGroupAdder(union.New(chain...))
 	if o.Anonymous {
 		// Bad credentials fail; none at all make an anonymous request.
 		req = union.NewFailOnError(req, anonymous.NewAuthenticator(nil))

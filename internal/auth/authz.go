@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/crdserver/crdserver/internal/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // Authorizer decides whether a request may be served: Allow, Deny, or no

@@ -8,11 +8,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crdserver/crdserver/internal/request"
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // Kubernetes' impersonation headers.

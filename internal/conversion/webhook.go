@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crdserver/crdserver/internal/jsonraw"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -24,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
 )
 
 // Webhook converts a CRD's objects by calling its conversion webhook.

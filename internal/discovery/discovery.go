@@ -10,12 +10,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/crdserver/crdserver/internal/registry"
-	"github.com/crdserver/crdserver/internal/request"
-	"github.com/crdserver/crdserver/internal/resource"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/crdserver/crdserver/internal/registry"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/resource"
 )
 
 // Handler serves discovery.

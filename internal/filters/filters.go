@@ -12,8 +12,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crdserver/crdserver/internal/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // WithRecovery turns a panic into a 500 Status and logs it; the server

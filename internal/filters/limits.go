@@ -9,11 +9,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crdserver/crdserver/internal/auth"
-	"github.com/crdserver/crdserver/internal/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/crdserver/crdserver/internal/auth"
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // mutating are the verbs --max-mutating-requests-inflight counts.

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crdserver/crdserver/internal/auth"
-	"github.com/crdserver/crdserver/internal/request"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/crdserver/crdserver/internal/auth"
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 func req(method, path string, u user.Info) *http.Request {

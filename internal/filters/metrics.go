@@ -6,10 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crdserver/crdserver/internal/request"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // Metrics are the server's Prometheus metrics, named and labelled as

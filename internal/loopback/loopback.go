@@ -2,10 +2,11 @@ package loopback
 
 import (
 	"context"
-	"github.com/crdserver/crdserver/internal/auth"
 	"io"
 	"net/http"
 	"sync"
+
+	"github.com/crdserver/crdserver/internal/auth"
 
 	"k8s.io/client-go/rest"
 )

@@ -199,7 +199,7 @@ func v3Config() *common.OpenAPIV3Config {
 			Description: "Bearer Token authentication",
 		}}},
 		DefaultSecurity:       []map[string][]string{{"BearerToken": {}}},
-		GetOperationIDAndTags: openapinamer.GetOperationIDAndTags,
+		GetOperationIDAndTags: openapinamer.GetOperationIDAndTags, //nolint:staticcheck // as k8s.io/apiserver's DefaultOpenAPIConfig sets it
 		GetDefinitionName:     namer().GetDefinitionName,
 		GetDefinitions:        definitions,
 	}
@@ -218,7 +218,7 @@ func v2Config() *common.Config {
 			Description: "Bearer Token authentication",
 		}}},
 		DefaultSecurity:       []map[string][]string{{"BearerToken": {}}},
-		GetOperationIDAndTags: openapinamer.GetOperationIDAndTags,
+		GetOperationIDAndTags: openapinamer.GetOperationIDAndTags, //nolint:staticcheck // as k8s.io/apiserver's DefaultOpenAPIConfig sets it
 		GetDefinitionName:     namer().GetDefinitionName,
 		GetDefinitions:        definitions,
 	}

@@ -7,14 +7,15 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/crdserver/crdserver/internal/registry"
-	"github.com/crdserver/crdserver/internal/request"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/crdserver/crdserver/internal/registry"
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // Publisher serves /openapi/v2 and /openapi/v3 for the built-in APIs and

@@ -8,11 +8,12 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/crdserver/crdserver/internal/jsonraw"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
 )
 
 // MaxBodyBytes is the largest request body accepted, as in kube-apiserver.

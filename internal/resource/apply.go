@@ -6,13 +6,14 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/crdserver/crdserver/internal/request"
-	"github.com/crdserver/crdserver/internal/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 var patchOptions = schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}

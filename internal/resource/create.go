@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/crdserver/crdserver/internal/jsonraw"
-	"github.com/crdserver/crdserver/internal/request"
-	"github.com/crdserver/crdserver/internal/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 // dryRun reads the dryRun query parameter: absent, or "All".
@@ -182,12 +183,29 @@ func (c *call) toStorage(obj *Object) ([]byte, error) {
 			return nil, err
 		}
 		data = out.Objects[0]
+		if out.Changed != nil && out.Changed[0] {
+			// A converter's output is encoded its own way: store it as
+			// every object is encoded, so that writing it again unchanged
+			// is seen to change nothing.
+			if data, err = canonical(data); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+		}
 	}
 	if len(data) > maxObjectBytes {
 		return nil, request.NewStatusError(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
 			fmt.Sprintf("Request entity too large: limit is %d", maxObjectBytes))
 	}
 	return data, nil
+}
+
+// canonical re-encodes an object the way the write path encodes objects.
+func canonical(data []byte) ([]byte, error) {
+	obj, err := DecodeObject(data)
+	if err != nil {
+		return nil, err
+	}
+	return obj.encodeForStorage()
 }
 
 // maxObjectBytes is the largest object stored, etcd's request limit in

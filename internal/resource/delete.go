@@ -7,15 +7,16 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/crdserver/crdserver/internal/jsonraw"
-	"github.com/crdserver/crdserver/internal/request"
-	"github.com/crdserver/crdserver/internal/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 // deleteOptions reads DeleteOptions from the query and the body.
@@ -109,10 +110,12 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 		if p := opts.Preconditions; p != nil {
 			if p.UID != nil && *p.UID != cur.Meta.UID {
 				return nil, "", false, apierrors.NewConflict(c.res.GroupResource(), name,
+					//nolint:staticcheck // Kubernetes' exact message
 					fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, cur.Meta.UID))
 			}
 			if p.ResourceVersion != nil && *p.ResourceVersion != cur.Meta.ResourceVersion {
 				return nil, "", false, apierrors.NewConflict(c.res.GroupResource(), name,
+					//nolint:staticcheck // Kubernetes' exact message
 					fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, cur.Meta.ResourceVersion))
 			}
 		}

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/crdserver/crdserver/internal/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // Coercer brings a decoded request body in line with the schema of its

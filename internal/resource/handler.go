@@ -8,15 +8,16 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/crdserver/crdserver/internal/conversion"
-	"github.com/crdserver/crdserver/internal/jsonraw"
-	"github.com/crdserver/crdserver/internal/request"
-	"github.com/crdserver/crdserver/internal/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/warning"
+
+	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 // NamespaceChecker says whether objects may be created in a namespace
@@ -28,7 +29,7 @@ type NamespaceChecker interface {
 // Handler serves the REST verbs of every resource. It holds no per-resource
 // state: each request brings its Resource.
 type Handler struct {
-	Store      *store.Store
+	Store      store.Interface
 	Namespaces NamespaceChecker
 	Log        *slog.Logger
 	// MinRequestTimeout is the shortest server-chosen watch timeout; a

@@ -10,9 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/crdserver/crdserver/internal/jsonraw"
-	"github.com/crdserver/crdserver/internal/request"
-	"github.com/crdserver/crdserver/internal/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
@@ -21,6 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 // listOptions parses and validates the query of a list, watch or

@@ -1,13 +1,14 @@
 package resource
 
 import (
-	"github.com/crdserver/crdserver/internal/conversion"
 	"bytes"
 	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/crdserver/crdserver/internal/conversion"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -3,13 +3,13 @@ package resource
 import (
 	"context"
 
-	"github.com/crdserver/crdserver/internal/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // Generated names: the prefix is cut so that prefix and suffix fit 63
@@ -79,7 +79,7 @@ func (c *call) prepareCreate(ctx context.Context, obj *Object) error {
 	m.CreationTimestamp = c.h.now()
 	m.UID = uuid.NewUUID()
 	m.Generation = 0
-	m.SelfLink = ""
+	m.SelfLink = "" //nolint:staticcheck // cleared as Kubernetes clears it
 	c.res.Strategy.PrepareForCreate(ctx, obj)
 	errs := validation.ValidateObjectMetaAccessor(m, c.res.Namespaced, c.nameFunc(), field.NewPath("metadata"))
 	errs = append(errs, c.res.Strategy.Validate(ctx, obj)...)
@@ -108,7 +108,7 @@ func (c *call) prepareUpdate(ctx context.Context, obj, old *Object, sub string) 
 	}
 	m, om := &obj.Meta, &old.Meta
 	m.Generation = om.Generation
-	m.SelfLink = ""
+	m.SelfLink = "" //nolint:staticcheck // cleared as Kubernetes clears it
 	switch sub {
 	case "status":
 		c.res.Strategy.(StatusStrategy).PrepareForStatusUpdate(ctx, obj, old)
@@ -148,14 +148,6 @@ func (c *call) prepareUpdate(ctx context.Context, obj, old *Object, sub string) 
 		for _, text := range w.WarningsOnUpdate(ctx, obj, old) {
 			request.AddWarning(c.w, text)
 		}
-	}
-	return nil
-}
-
-// checkPathName refuses a name that cannot be a path segment.
-func checkPathName(name string) error {
-	if msgs := path.IsValidPathSegmentName(name); len(msgs) > 0 {
-		return apierrors.NewBadRequest("invalid name " + name + ": " + msgs[0])
 	}
 	return nil
 }

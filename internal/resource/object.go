@@ -6,12 +6,13 @@ import (
 	"maps"
 	"strconv"
 
-	"github.com/crdserver/crdserver/internal/jsonraw"
-	"github.com/crdserver/crdserver/internal/store"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 // Object is an object on the write path: its metadata typed, everything

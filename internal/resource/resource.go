@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Resource is everything the engine needs to serve one resource in all its
@@ -86,7 +86,7 @@ func (r *Resource) GroupResource() schema.GroupResource {
 	return schema.GroupResource{Group: r.Group, Resource: r.Plural}
 }
 
-// GroupVersion returns group/version of version v (or v alone in the core
+// APIVersion returns group/version of version v (or v alone in the core
 // group).
 func (r *Resource) APIVersion(v string) string {
 	if r.Group == "" {
@@ -157,15 +157,15 @@ type FinalizeStrategy interface {
 	PrepareForFinalize(ctx context.Context, obj, old *Object)
 }
 
-// Warner lets a strategy warn about an accepted write (Kubernetes'
-// WarningsOnCreate and WarningsOnUpdate); the texts reach the client as
-// Warning headers.
 // Admitter lets a resource refuse a write for who makes it (RBAC's
 // escalation checks): Admit runs after validation, old is nil on create.
 type Admitter interface {
 	Admit(ctx context.Context, obj, old *Object) error
 }
 
+// Warner lets a strategy warn about an accepted write (Kubernetes'
+// WarningsOnCreate and WarningsOnUpdate); the texts reach the client as
+// Warning headers.
 type Warner interface {
 	WarningsOnCreate(ctx context.Context, obj *Object) []string
 	WarningsOnUpdate(ctx context.Context, obj, old *Object) []string
@@ -184,14 +184,4 @@ func (r *Resource) String() string {
 		return r.Plural
 	}
 	return fmt.Sprintf("%s.%s", r.Plural, r.Group)
-}
-
-// keyNamespaceName splits a key into namespace and name.
-func (r *Resource) keyNamespaceName(key string) (string, string) {
-	rest := strings.TrimPrefix(key, r.KeyPrefix)
-	if !r.Namespaced {
-		return "", rest
-	}
-	ns, name, _ := strings.Cut(rest, "/")
-	return ns, name
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/crdserver/crdserver/internal/request"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // Scale is a version's scale subresource: where replicas and the label

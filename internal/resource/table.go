@@ -7,13 +7,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/crdserver/crdserver/internal/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // TableConvertor turns objects into the rows of a metav1.Table, as

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/crdserver/crdserver/internal/jsonraw"
-	"github.com/crdserver/crdserver/internal/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 // finalized reports whether an object whose deletion was requested may go.
@@ -127,7 +128,7 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 func (c *call) decodeStored(kv *store.KV) (*Object, error) {
 	var out [][]byte
 	var err error
-	if it, _ := c.res.Cache.Get(kv.Key); it != nil && it.Rev == kv.ModRevision {
+	if it := c.cachedAt(kv); it != nil {
 		out, err = c.convertItems([]*store.Item{it})
 	} else {
 		raw, rerr := jsonraw.SetResourceVersion(kv.Value, kv.ModRevision)
@@ -144,4 +145,16 @@ func (c *call) decodeStored(kv *store.KV) (*Object, error) {
 		return nil, apierrors.NewInternalError(err)
 	}
 	return obj, nil
+}
+
+// cachedAt returns the cache's item for kv if the cache holds that very
+// state of the object.
+func (c *call) cachedAt(kv *store.KV) *store.Item {
+	if c.res.Cache == nil {
+		return nil
+	}
+	if it, _ := c.res.Cache.Get(kv.Key); it != nil && it.Rev == kv.ModRevision {
+		return it
+	}
+	return nil
 }

@@ -7,14 +7,19 @@ import (
 	"net/http"
 	"time"
 
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/fields"
+
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
-	"k8s.io/apimachinery/pkg/fields"
 )
 
 // InitialEventsEndAnnotation marks the bookmark that ends the initial
 // events of a streaming list (sendInitialEvents=true).
 const InitialEventsEndAnnotation = "k8s.io/initial-events-end"
+
+// watchBatch is the most events converted and written at once.
+const watchBatch = 500
 
 // watch streams the changes of a collection (or of one object, with a
 // metadata.name field selector) from the watch cache.
@@ -24,21 +29,10 @@ func (c *call) watch() {
 		c.fail(err)
 		return
 	}
-	offer := readOffer
-	offer.NoYAML = true
-	target, err := request.Negotiate(c.r, offer)
+	target, err := c.watchTarget()
 	if err != nil {
 		c.fail(err)
 		return
-	}
-	if target.As == request.AsPartialObjectMetadataList {
-		target.As = request.AsPartialObjectMetadata
-	}
-	if target.As == request.AsTable {
-		if _, err := c.includeObject(); err != nil {
-			c.fail(err)
-			return
-		}
 	}
 	if c.info.Name != "" {
 		// GET .../watch/<resource>/<name>: the deprecated single-object watch.
@@ -48,33 +42,94 @@ func (c *call) watch() {
 		}
 		opts.FieldSelector = byName
 	}
+	wo, initialEnd, err := c.watchStart(opts)
+	if err != nil {
+		c.fail(c.storeError(err, ""))
+		return
+	}
+	w, err := c.res.Cache.Watch(c.ctx, wo)
+	var tooOld *store.TooOldError
+	var tooLarge *store.TooLargeError
+	if err != nil && !errors.As(err, &tooOld) && !errors.As(err, &tooLarge) {
+		c.fail(c.storeError(err, ""))
+		return
+	}
+	s := c.startStream(target, opts.AllowWatchBookmarks)
+	if err != nil {
+		// History is gone, or the version is not reached yet: one ERROR
+		// event, as the watch cache sends it, then the end of the stream.
+		s.fail(c.storeError(err, ""))
+		return
+	}
+	defer w.Stop()
+	if !s.initial(w.Initial, initialEnd, w.Rev) {
+		return
+	}
+	for i := 0; i < len(w.Replay); i += watchBatch {
+		if !s.emit(w.Replay[i:min(i+watchBatch, len(w.Replay))]) {
+			return
+		}
+	}
+	s.follow(w, c.watchTimeout(opts))
+}
+
+// watchTarget is what the events' objects are encoded as: the objects
+// themselves, Tables, or metadata only.
+func (c *call) watchTarget() (request.Target, error) {
+	offer := readOffer
+	offer.NoYAML = true
+	target, err := request.Negotiate(c.r, offer)
+	if err != nil {
+		return target, err
+	}
+	if target.As == request.AsPartialObjectMetadataList {
+		target.As = request.AsPartialObjectMetadata
+	}
+	if target.As == request.AsTable {
+		if _, err := c.includeObject(); err != nil {
+			return target, err
+		}
+	}
+	return target, nil
+}
+
+// watchTimeout is how long the watch lasts: timeoutSeconds, or a random
+// time between the minimum request timeout and twice it.
+func (c *call) watchTimeout(opts *metainternalversion.ListOptions) time.Duration {
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
+		return time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
 	timeout := c.h.MinRequestTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Minute
 	}
-	timeout += time.Duration(rand.Int64N(int64(timeout)))
-	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
-	}
+	return timeout + time.Duration(rand.Int64N(int64(timeout)))
+}
 
+// watchStart decides where a watch starts, from resourceVersion and
+// sendInitialEvents as Kubernetes' API concepts say: from the current state
+// (with synthetic ADDED events) or after a resourceVersion. initialEnd says
+// whether the initial events end with the bookmark that says so.
+func (c *call) watchStart(opts *metainternalversion.ListOptions) (wo store.WatchOptions, initialEnd bool, err error) {
 	cache := c.res.Cache
 	rv, _ := ParseResourceVersion(opts.ResourceVersion)
-	wo := store.WatchOptions{Namespace: c.namespace, Filter: filter(opts), Bookmarks: opts.AllowWatchBookmarks}
-	initialEnd := false
+	wo = store.WatchOptions{Namespace: c.namespace, Filter: filter(opts), Bookmarks: opts.AllowWatchBookmarks}
+	// fresh waits for the cache to reach rv, or a consistent read's revision
+	// when rv is unset.
+	fresh := func(rv int64) error {
+		if opts.ResourceVersion == "" {
+			if rv, err = c.h.Store.CurrentRevision(c.ctx); err != nil {
+				return err
+			}
+		}
+		return cache.WaitFresh(c.ctx, rv)
+	}
 	switch {
 	case opts.SendInitialEvents != nil:
 		// A streaming list (or a watch from "now" when false): the state must
 		// be at least as new as a consistent read or the given version.
-		want := rv
-		if opts.ResourceVersion == "" {
-			if want, err = c.h.Store.CurrentRevision(c.ctx); err != nil {
-				c.fail(c.storeError(err, ""))
-				return
-			}
-		}
-		if err := cache.WaitFresh(c.ctx, want); err != nil {
-			c.fail(c.storeError(err, ""))
-			return
+		if err := fresh(rv); err != nil {
+			return wo, false, err
 		}
 		if *opts.SendInitialEvents {
 			wo.FromState = true
@@ -83,14 +138,8 @@ func (c *call) watch() {
 			wo.Rev = cache.Revision()
 		}
 	case opts.ResourceVersion == "":
-		cur, err := c.h.Store.CurrentRevision(c.ctx)
-		if err != nil {
-			c.fail(c.storeError(err, ""))
-			return
-		}
-		if err := cache.WaitFresh(c.ctx, cur); err != nil {
-			c.fail(c.storeError(err, ""))
-			return
+		if err := fresh(0); err != nil {
+			return wo, false, err
 		}
 		wo.FromState = true
 	case rv == 0:
@@ -98,135 +147,135 @@ func (c *call) watch() {
 	default:
 		wo.Rev = rv
 	}
+	return wo, initialEnd, nil
+}
 
-	w, err := cache.Watch(c.ctx, wo)
-	var tooOld *store.TooOldError
-	var tooLarge *store.TooLargeError
-	if err != nil && !errors.As(err, &tooOld) && !errors.As(err, &tooLarge) {
-		c.fail(c.storeError(err, ""))
-		return
-	}
-	var initial []*store.Item
-	var replay []store.Event
-	var startRev int64
-	if w != nil {
-		defer w.Stop()
-		initial, replay, startRev = w.Initial, w.Replay, w.Rev
-	}
+// stream writes the events of one watch to the client.
+type stream struct {
+	c         *call
+	target    request.Target
+	bookmarks bool
+	flusher   http.Flusher
+	buf       bytes.Buffer
+	// headersSent: Tables carry their column definitions in the first
+	// event only.
+	headersSent bool
+}
 
-	flusher, _ := c.w.(http.Flusher)
+// startStream sends the response headers of a watch.
+func (c *call) startStream(target request.Target, bookmarks bool) *stream {
+	s := &stream{c: c, target: target, bookmarks: bookmarks}
+	s.flusher, _ = c.w.(http.Flusher)
 	h := c.w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-cache, private")
 	c.w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
+	if s.flusher != nil {
+		s.flusher.Flush()
 	}
-	var buf bytes.Buffer
-	// Tables carry their column definitions in the first event only.
-	headersSent := false
-	event := func(typ string, obj []byte) error {
-		if target.As != request.AsObject {
-			out, err := c.watchTransform(target, obj, headersSent)
-			if err != nil {
-				return err
-			}
-			headersSent = true
-			obj = out
-		}
-		writeEvent(&buf, typ, obj)
-		return nil
-	}
-	send := func() bool {
-		_, err := c.w.Write(buf.Bytes())
-		buf.Reset()
-		if err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
-	}
-	if err != nil {
-		// History is gone, or the version is not reached yet: one ERROR
-		// event, as the watch cache sends it, then the end of the stream.
-		st := request.Status(c.storeError(err, ""))
-		st.Kind, st.APIVersion = "Status", "v1"
-		writeEvent(&buf, "ERROR", mustJSON(st))
-		send()
-		return
-	}
+	return s
+}
 
-	// Initial state (synthetic ADDED) or replayed history, converted in
-	// batches.
-	if len(initial) > 0 {
-		const batch = 500
-		for i := 0; i < len(initial); i += batch {
-			j := min(i+batch, len(initial))
-			out, err := c.convertItems(initial[i:j])
-			if err != nil {
-				c.sendError(&buf, err)
-				send()
-				return
-			}
-			for _, o := range out {
-				if err := event(string(store.Added), o); err != nil {
-					c.sendError(&buf, err)
-					send()
-					return
-				}
-			}
-			if !send() {
-				return
-			}
-		}
-	}
-	if initialEnd {
-		if err := event(string(store.Bookmark), c.bookmarkObject(startRev, true)); err != nil {
-			c.sendError(&buf, err)
-		}
-		if !send() {
-			return
-		}
-	}
-	// emit writes events in order, their objects converted in one batch.
-	emit := func(evs []store.Event) bool {
-		var items []*store.Item
-		for _, ev := range evs {
-			if ev.Type != store.Bookmark {
-				items = append(items, ev.Item)
-			}
-		}
-		out, err := c.convertItems(items)
+// event adds one event to the buffer, its object encoded for the target.
+func (s *stream) event(typ string, obj []byte) error {
+	if s.target.As != request.AsObject {
+		out, err := s.c.watchTransform(s.target, obj, s.headersSent)
 		if err != nil {
-			c.sendError(&buf, err)
-			send()
+			return err
+		}
+		s.headersSent = true
+		obj = out
+	}
+	writeEvent(&s.buf, typ, obj)
+	return nil
+}
+
+// send writes out the buffer; false means the client is gone.
+func (s *stream) send() bool {
+	_, err := s.c.w.Write(s.buf.Bytes())
+	s.buf.Reset()
+	if err != nil {
+		return false
+	}
+	if s.flusher != nil {
+		s.flusher.Flush()
+	}
+	return true
+}
+
+// fail sends an ERROR event and what is buffered before it: the stream
+// ends.
+func (s *stream) fail(err error) {
+	st := request.Status(err)
+	st.Kind, st.APIVersion = "Status", "v1"
+	writeEvent(&s.buf, "ERROR", mustJSON(st))
+	s.send()
+}
+
+// initial sends the initial state as synthetic ADDED events, converted in
+// batches, then the bookmark that ends it if asked for.
+func (s *stream) initial(items []*store.Item, end bool, rev int64) bool {
+	for i := 0; i < len(items); i += watchBatch {
+		out, err := s.c.convertItems(items[i:min(i+watchBatch, len(items))])
+		if err != nil {
+			s.fail(err)
 			return false
 		}
-		for _, ev := range evs {
-			if ev.Type == store.Bookmark {
-				if opts.AllowWatchBookmarks {
-					if err := event(string(store.Bookmark), c.bookmarkObject(ev.Rev, false)); err != nil {
-						c.sendError(&buf, err)
-					}
-				}
-				continue
-			}
-			if err := event(string(ev.Type), out[0]); err != nil {
-				c.sendError(&buf, err)
-				send()
+		for _, o := range out {
+			if err := s.event(string(store.Added), o); err != nil {
+				s.fail(err)
 				return false
 			}
-			out = out[1:]
 		}
-		return send()
-	}
-	for i := 0; i < len(replay); i += watchBatch {
-		if !emit(replay[i:min(i+watchBatch, len(replay))]) {
-			return
+		if !s.send() {
+			return false
 		}
 	}
+	if !end {
+		return true
+	}
+	if err := s.event(string(store.Bookmark), s.c.bookmarkObject(rev, true)); err != nil {
+		s.fail(err)
+		return false
+	}
+	return s.send()
+}
+
+// emit sends events in order, their objects converted in one batch.
+func (s *stream) emit(evs []store.Event) bool {
+	var items []*store.Item
+	for _, ev := range evs {
+		if ev.Type != store.Bookmark {
+			items = append(items, ev.Item)
+		}
+	}
+	out, err := s.c.convertItems(items)
+	if err != nil {
+		s.fail(err)
+		return false
+	}
+	for _, ev := range evs {
+		if ev.Type == store.Bookmark {
+			if s.bookmarks {
+				if err := s.event(string(store.Bookmark), s.c.bookmarkObject(ev.Rev, false)); err != nil {
+					s.fail(err)
+					return false
+				}
+			}
+			continue
+		}
+		if err := s.event(string(ev.Type), out[0]); err != nil {
+			s.fail(err)
+			return false
+		}
+		out = out[1:]
+	}
+	return s.send()
+}
+
+// follow sends live events, a batch at a time, until the watch times out,
+// the client goes, the cache ends the watch or the server shuts down.
+func (s *stream) follow(w *store.Watcher, timeout time.Duration) {
 	// next takes the events waiting for this watcher, up to a batch.
 	next := func(first store.Event) []store.Event {
 		evs := []store.Event{first}
@@ -240,13 +289,12 @@ func (c *call) watch() {
 		}
 		return evs
 	}
-
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		select {
 		case ev := <-w.Events():
-			if !emit(next(ev)) {
+			if !s.emit(next(ev)) {
 				return
 			}
 		case <-w.Done():
@@ -254,7 +302,7 @@ func (c *call) watch() {
 			for {
 				select {
 				case ev := <-w.Events():
-					if !emit(next(ev)) {
+					if !s.emit(next(ev)) {
 						return
 					}
 				default:
@@ -263,21 +311,12 @@ func (c *call) watch() {
 			}
 		case <-timer.C:
 			return
-		case <-c.ctx.Done():
+		case <-s.c.ctx.Done():
 			return
-		case <-c.h.Stopping:
+		case <-s.c.h.Stopping:
 			return
 		}
 	}
-}
-
-// watchBatch is the most events converted and written at once.
-const watchBatch = 500
-
-func (c *call) sendError(buf *bytes.Buffer, err error) {
-	st := request.Status(err)
-	st.Kind, st.APIVersion = "Status", "v1"
-	writeEvent(buf, "ERROR", mustJSON(st))
 }
 
 func writeEvent(b *bytes.Buffer, typ string, obj []byte) {

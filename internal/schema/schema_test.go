@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crdserver/crdserver/internal/request"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // cronTab is the documentation's CronTab CRD with validation and a default.

@@ -25,7 +25,7 @@ import (
 	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
 )
 
-// The conversion benchmark (issue 3): CronTabs of the Kubernetes
+// The conversion benchmark: CronTabs of the Kubernetes
 // documentation, stored in v1beta1 (hostPort "host:port") and read as v1
 // (host, port), once through the example conversion webhook
 // (examples/crontab-conversion) and once with None conversion.
@@ -625,7 +625,7 @@ func runConvert(args []string) error {
 	for _, p := range rssPIDs {
 		m := readMem(p.name, p.pid)
 		res.RSSAfter = append(res.RSSAfter, m)
-		res.RSSAfterMiB += m.VmRSSMiB
+		res.RSSAfterMiB += m.VMRSSMiB
 	}
 	return finish(nil)
 }

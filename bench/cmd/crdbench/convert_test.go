@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
 )
 
 // review is a ConversionReview of n CronTabs in v1beta1, compact or indented.

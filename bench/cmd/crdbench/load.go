@@ -443,7 +443,7 @@ func runLoad(args []string) error {
 	for _, p := range rssPIDs {
 		m := readMem(p.name, p.pid)
 		res.RSSAfter = append(res.RSSAfter, m)
-		res.RSSAfterMiB += m.VmRSSMiB
+		res.RSSAfterMiB += m.VMRSSMiB
 	}
 
 	if *cleanup {
@@ -465,7 +465,7 @@ func printLoad(r *loadResult) {
 		fmt.Printf("list %d: %.2f ms, %d items, %d bytes, HTTP %d\n", i+1, s.Ms, s.Items, s.Bytes, s.Status)
 	}
 	for _, m := range r.RSSAfter {
-		fmt.Printf("after the lists: %s pid %d VmRSS %.1f MiB\n", m.Name, m.PID, m.VmRSSMiB)
+		fmt.Printf("after the lists: %s pid %d VmRSS %.1f MiB\n", m.Name, m.PID, m.VMRSSMiB)
 	}
 	if len(r.Lists) > 0 {
 		fmt.Printf("list median %.2f ms (min %.2f, max %.2f)\n", r.ListMedianMs, r.ListMinMs, r.ListMaxMs)

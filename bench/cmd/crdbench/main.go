@@ -10,7 +10,7 @@
 //	    n sequential deletes, list-n creates with -concurrency workers, and
 //	    -lists plain GETs of the whole collection (no limit).
 //	crdbench convert  -server URL [TLS flags] -n 10000 -lists 7 -json F
-//	    webhook conversion (issue 3): serves the example CronTab conversion
+//	    webhook conversion: serves the example CronTab conversion
 //	    webhook in-process over TLS, counting its calls; creates a Webhook CRD
 //	    and a None CRD (v1beta1 storage, v1 served), n objects in v1beta1 in
 //	    each, then times GETs of each collection in v1 and in v1beta1.

@@ -79,7 +79,7 @@ func (s side) startStat(f func(startResult) float64) []float64 {
 func memOf(st startResult, name string) float64 {
 	for _, m := range st.Mem {
 		if m.Name == name {
-			return m.VmRSSMiB
+			return m.VMRSSMiB
 		}
 	}
 	return 0
@@ -363,7 +363,7 @@ func runReport(args []string) error {
 			}
 			var mems []string
 			for _, m := range st.Mem {
-				mems = append(mems, fmt.Sprintf("%s %.1f MiB", m.Name, m.VmRSSMiB))
+				mems = append(mems, fmt.Sprintf("%s %.1f MiB", m.Name, m.VMRSSMiB))
 			}
 			t0 := "–"
 			if st.SinceT0Ms > 0 {

@@ -66,7 +66,7 @@ func convertReport(dir string, p func(string, ...any)) (targets []string, fails 
 			n, lists = s.res.N, s.res.ListsPerColl
 		}
 	}
-	p("## Webhook conversion (issue 3)\n\n")
+	p("## Webhook conversion\n\n")
 	p("CronTabs of the Kubernetes documentation: %s objects stored in v1beta1 (`hostPort`) read as v1 (`host`, `port`) through the example webhook "+
 		"(`examples/crontab-conversion`, url + caBundle, `conversionReviewVersions: [v1]`), beside the same list of a second CRD with None conversion. "+
 		"Each figure is over %d plain GETs of the whole collection (no limit), the four collections taken in turn round by round, after one unmeasured warm-up GET of each. "+

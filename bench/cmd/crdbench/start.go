@@ -21,8 +21,8 @@ import (
 type procMem struct {
 	Name     string  `json:"name"`
 	PID      int     `json:"pid"`
-	VmRSSMiB float64 `json:"vmrss_mib"`
-	VmHWMMiB float64 `json:"vmhwm_mib"`
+	VMRSSMiB float64 `json:"vmrss_mib"`
+	VMHWMMiB float64 `json:"vmhwm_mib"`
 	Error    string  `json:"error,omitempty"`
 }
 
@@ -44,9 +44,9 @@ func readMem(name string, pid int) procMem {
 		kib, _ := strconv.ParseFloat(fields[1], 64)
 		switch fields[0] {
 		case "VmRSS:":
-			m.VmRSSMiB = kib / 1024
+			m.VMRSSMiB = kib / 1024
 		case "VmHWM:":
-			m.VmHWMMiB = kib / 1024
+			m.VMHWMMiB = kib / 1024
 		}
 	}
 	return m
@@ -138,13 +138,18 @@ func runStart(args []string) error {
 	}
 	cmd := exec.Command(cmdline[0], cmdline[1:]...)
 	cmd.Stdout, cmd.Stderr = out, out
-	exited := make(chan error, 1)
+	// exited receives how the server process ended, once; waitErr keeps it.
+	exited := make(chan struct{})
+	var waitErr error
 
 	launch := time.Now()
 	if err := cmd.Start(); err != nil {
 		return fail(err)
 	}
-	go func() { exited <- cmd.Wait() }()
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
 	res.PID = cmd.Process.Pid
 	// If crdbench is interrupted, do not leave the server behind.
 	sigs := make(chan os.Signal, 1)
@@ -183,8 +188,8 @@ func runStart(args []string) error {
 			}
 		}
 		select {
-		case err := <-exited:
-			return fail(fmt.Errorf("%s exited before it was ready: %v (see %s)", *name, err, *logFile))
+		case <-exited:
+			return fail(fmt.Errorf("%s exited before it was ready: %v (see %s)", *name, waitErr, *logFile))
 		default:
 		}
 		if time.Since(launch) > *timeout {
@@ -200,8 +205,8 @@ func runStart(args []string) error {
 
 	time.Sleep(*idle)
 	select {
-	case err := <-exited:
-		return fail(fmt.Errorf("%s exited while idle: %v", *name, err))
+	case <-exited:
+		return fail(fmt.Errorf("%s exited while idle: %v", *name, waitErr))
 	default:
 	}
 	res.Mem = append(res.Mem, readMem(*name, res.PID))
@@ -209,7 +214,7 @@ func runStart(args []string) error {
 		res.Mem = append(res.Mem, readMem(o.name, o.pid))
 	}
 	for _, m := range res.Mem {
-		res.TotalRSSMiB += m.VmRSSMiB
+		res.TotalRSSMiB += m.VMRSSMiB
 	}
 	stop()
 
@@ -219,7 +224,7 @@ func runStart(args []string) error {
 	}
 	fmt.Printf("; after %v idle:", *idle)
 	for _, m := range res.Mem {
-		fmt.Printf(" %s VmRSS %.1f MiB;", m.Name, m.VmRSSMiB)
+		fmt.Printf(" %s VmRSS %.1f MiB;", m.Name, m.VMRSSMiB)
 	}
 	fmt.Printf(" total %.1f MiB; stopped in %.0f ms\n", res.TotalRSSMiB, res.StopMs)
 	if *jsonOut != "" {
@@ -248,8 +253,8 @@ func runRSS(args []string) error {
 	for _, p := range pids {
 		m := readMem(p.name, p.pid)
 		res.Mem = append(res.Mem, m)
-		res.TotalRSSMiB += m.VmRSSMiB
-		fmt.Printf("%s pid %d VmRSS %.1f MiB VmHWM %.1f MiB %s\n", m.Name, m.PID, m.VmRSSMiB, m.VmHWMMiB, m.Error)
+		res.TotalRSSMiB += m.VMRSSMiB
+		fmt.Printf("%s pid %d VmRSS %.1f MiB VmHWM %.1f MiB %s\n", m.Name, m.PID, m.VMRSSMiB, m.VMHWMMiB, m.Error)
 	}
 	if *jsonOut != "" {
 		return writeJSON(*jsonOut, res)

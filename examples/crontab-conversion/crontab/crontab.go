@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/crdserver/crdserver/conversion/webhook"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crdserver/crdserver/conversion/webhook"
 )
 
 // Group is the API group of the example's CronTabs.

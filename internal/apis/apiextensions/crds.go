@@ -46,8 +46,8 @@ func CRDs(cache *store.Cache) *resource.Resource {
 		FieldManagers:  resource.BuiltinFieldManagers(apiextensionsv1.GroupName, "CustomResourceDefinition", true),
 		// The strategy checks the name against the spec.
 		ValidateName: func(string, bool) []string { return nil },
-		Protobuf:       true,
-		Verbs:          []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
+		Protobuf:     true,
+		Verbs:        []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 	}
 }
 
@@ -292,4 +292,3 @@ func (crdTable) ConvertToTable(ctx context.Context, _ string, objs []*unstructur
 	}
 	return crdtable.New().ConvertToTable(ctx, list, &metav1.TableOptions{NoHeaders: noHeaders})
 }
-

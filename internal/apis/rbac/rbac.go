@@ -11,7 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -64,7 +64,7 @@ func resourceFor(k rbacKind, cache *store.Cache, st *rbacpolicy.Store) *resource
 		FieldManagers:            resource.BuiltinFieldManagers(rbacv1.GroupName, k.kind, false),
 		AllowUnconditionalUpdate: true,
 		Protobuf:                 true,
-		ValidateName:             pathvalidation.ValidatePathSegmentName,
+		ValidateName:             validatePathSegmentName,
 		Verbs:                    []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 	}
 }
@@ -203,7 +203,7 @@ func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, namespaced b
 	if ref.Name == "" {
 		errs = append(errs, field.Required(p.Child("name"), ""))
 	} else {
-		for _, msg := range pathvalidation.ValidatePathSegmentName(ref.Name, false) {
+		for _, msg := range validatePathSegmentName(ref.Name, false) {
 			errs = append(errs, field.Invalid(p.Child("name"), ref.Name, msg))
 		}
 	}
@@ -393,4 +393,13 @@ func Resources(newCache func(prefix string) *store.Cache, st *rbacpolicy.Store) 
 		out[i] = resourceFor(k, newCache(k.prefix), st)
 	}
 	return out
+}
+
+// validatePathSegmentName checks that a name can be a path segment, as
+// Kubernetes checks RBAC names.
+func validatePathSegmentName(name string, prefix bool) []string {
+	if prefix {
+		return content.IsPathSegmentPrefix(name)
+	}
+	return content.IsPathSegmentName(name)
 }

@@ -1,3 +1,8 @@
+// Package crdnames is the controller that accepts the names a
+// CustomResourceDefinition asks for — unless another CRD of its group, or a
+// built-in resource, holds them (NamesAccepted, with the Kubernetes
+// reasons) — and then establishes it, as Kubernetes' naming and
+// establishing controllers do.
 package crdnames
 
 import (
@@ -177,5 +182,3 @@ func acceptNames(ix *registry.Index, crd *apiextensionsv1.CustomResourceDefiniti
 	}
 	return out, cond, est
 }
-
-

@@ -1,7 +1,12 @@
 package crdnames
 
 import (
+	"context"
+	"log/slog"
 	"testing"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,5 +65,53 @@ func TestAcceptNames(t *testing.T) {
 	names, cond, _ := acceptNames(ix, held)
 	if cond.Status != "True" || names.Plural != "foos" {
 		t.Errorf("held names: %+v %+v", names, cond)
+	}
+}
+
+// fixedReader serves one Index.
+type fixedReader struct{ ix *registry.Index }
+
+func (f fixedReader) Index() *registry.Index                { return f.ix }
+func (f fixedReader) Subscribe(fn func(ix *registry.Index)) { fn(f.ix) }
+
+func TestSyncAcceptsThenEstablishes(t *testing.T) {
+	ctx := context.Background()
+	crd := crdNamed("g.io", "bars", "bar", "Bar")
+	client := apiextensionsfake.NewClientset(crd.DeepCopy())
+	ix := &registry.Index{CRDs: map[string]*apiextensionsv1.CustomResourceDefinition{crd.Name: crd}}
+	c := New(fixedReader{ix}, client, slog.New(slog.DiscardHandler))
+
+	// First the names, with Established False until the registry serves
+	// them.
+	if err := c.sync(ctx, crd.Name); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+	names := apihelpers.FindCRDCondition(got, apiextensionsv1.NamesAccepted)
+	est := apihelpers.FindCRDCondition(got, apiextensionsv1.Established)
+	if got.Status.AcceptedNames.Kind != "Bar" || names == nil || names.Reason != "NoConflicts" || est == nil || est.Status != "False" || est.Reason != "Installing" {
+		t.Fatalf("after the first sync: %+v", got.Status)
+	}
+	// The registry applied it: the next sync establishes.
+	ix.CRDs[crd.Name] = got
+	if err := c.sync(ctx, crd.Name); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+	if est := apihelpers.FindCRDCondition(got, apiextensionsv1.Established); est.Status != "True" || est.Reason != "InitialNamesAccepted" {
+		t.Fatalf("not established: %+v", est)
+	}
+	// Nothing more to do: no write.
+	ix.CRDs[crd.Name] = got
+	n := len(client.Actions())
+	if err := c.sync(ctx, crd.Name); err != nil || len(client.Actions()) != n {
+		t.Fatalf("a settled CRD was written again: %v %v", err, client.Actions()[n:])
+	}
+	// A CRD being deleted is the cleanup controller's.
+	deleting := got.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{}
+	ix.CRDs[crd.Name] = deleting
+	if err := c.sync(ctx, crd.Name); err != nil || len(client.Actions()) != n {
+		t.Fatalf("a deleted CRD was written: %v", err)
 	}
 }

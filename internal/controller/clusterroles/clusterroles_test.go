@@ -1,0 +1,75 @@
+package clusterroles
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/crdserver/crdserver/internal/auth/rbac"
+	"github.com/crdserver/crdserver/internal/store"
+)
+
+func fakeClient() *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		rbacv1.SchemeGroupVersion.WithResource("clusterroles"):        "ClusterRoleList",
+		rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"): "ClusterRoleBindingList",
+	})
+}
+
+func TestBootstrapCreatesTheDefaultPolicyOnce(t *testing.T) {
+	dyn := fakeClient()
+	c := New(store.NewFixedCache("/registry/clusterroles/", 1), dyn, slog.New(slog.DiscardHandler))
+	if err := c.bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	creates := 0
+	for _, a := range dyn.Actions() {
+		if a.GetVerb() == "create" {
+			creates++
+		}
+	}
+	if want := len(rbac.DefaultClusterRoles()) + len(rbac.DefaultClusterRoleBindings()); creates != want {
+		t.Fatalf("%d creates, want %d", creates, want)
+	}
+	// A second start finds everything in place: no write.
+	dyn.ClearActions()
+	if err := c.bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range dyn.Actions() {
+		if a.GetVerb() != "get" {
+			t.Fatalf("second bootstrap wrote: %v", a)
+		}
+	}
+}
+
+func TestAggregateGathersSelectedRules(t *testing.T) {
+	dyn := fakeClient()
+	c := New(store.NewFixedCache("/registry/clusterroles/", 1), dyn, slog.New(slog.DiscardHandler))
+	c.roles["view"] = &rbacv1.ClusterRole{
+		ObjectMeta:      metav1.ObjectMeta{Name: "view", ResourceVersion: "3"},
+		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}}}},
+	}
+	c.roles["widgets-view"] = &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets-view", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}, Verbs: []string{"get"}}},
+	}
+	c.aggregate(context.Background())
+	var patches []string
+	for _, a := range dyn.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok {
+			patches = append(patches, p.GetName()+" "+string(p.GetPatch()))
+		}
+	}
+	if len(patches) != 1 || !strings.HasPrefix(patches[0], "view ") || !strings.Contains(patches[0], `"resources":["widgets"]`) || !strings.Contains(patches[0], `"resourceVersion":"3"`) {
+		t.Fatalf("patches: %v", patches)
+	}
+}
