@@ -2,9 +2,11 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -343,5 +345,75 @@ func TestCRDWriteWarnings(t *testing.T) {
 	r := e.do("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", mustJSON(crd))
 	if r.code != http.StatusCreated || !slices.Contains(r.header.Values("Warning"), `299 - "unrecognized format \"no-such-format\""`) {
 		t.Fatalf("create: %d warnings %q", r.code, r.header.Values("Warning"))
+	}
+}
+
+// TestCRDNamesRace: of two CRDs of one group asking for the same kind at
+// the same instant, exactly one is accepted and established; the other gets
+// NamesAccepted=False with KindConflict — for 20 such pairs at once.
+func TestCRDNamesRace(t *testing.T) {
+	e := start(t)
+	crds := e.ext.ApiextensionsV1().CustomResourceDefinitions()
+	const pairs = 20
+	mk := func(i int, plural string) *apiextensionsv1.CustomResourceDefinition {
+		c := fixtureCRD(t, "crd-crontab-basic")
+		group := fmt.Sprintf("race%d.example.com", i)
+		c.Name = plural + "." + group
+		c.Spec.Group = group
+		// One kind, each its own list kind: the conflict is the kind's.
+		c.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.TrimSuffix(plural, "s"), Kind: "Racer", ListKind: plural + "List"}
+		return c
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*pairs)
+	for i := 0; i < pairs; i++ {
+		for _, plural := range []string{"racers", "runners"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := crds.Create(e.ctx, mk(i, plural), metav1.CreateOptions{}); err != nil {
+					errs <- err
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := 0; i < pairs; i++ {
+		var a, b *apiextensionsv1.CustomResourceDefinition
+		err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			if a, err = crds.Get(ctx, fmt.Sprintf("racers.race%d.example.com", i), metav1.GetOptions{}); err != nil {
+				return false, err
+			}
+			if b, err = crds.Get(ctx, fmt.Sprintf("runners.race%d.example.com", i), metav1.GetOptions{}); err != nil {
+				return false, err
+			}
+			settled := func(c *apiextensionsv1.CustomResourceDefinition) bool {
+				n := condition(c, apiextensionsv1.NamesAccepted)
+				est := condition(c, apiextensionsv1.Established)
+				return n != nil && (n.Status == apiextensionsv1.ConditionFalse || (est != nil && est.Status == apiextensionsv1.ConditionTrue))
+			}
+			return settled(a) && settled(b), nil
+		})
+		if err != nil {
+			t.Fatalf("pair %d did not settle: %v", i, err)
+		}
+		accepted := 0
+		for _, c := range []*apiextensionsv1.CustomResourceDefinition{a, b} {
+			n := condition(c, apiextensionsv1.NamesAccepted)
+			switch {
+			case n.Status == apiextensionsv1.ConditionTrue:
+				accepted++
+			case n.Reason != "KindConflict" || n.Message != `"Racer" is already in use`:
+				t.Errorf("pair %d: %s NamesAccepted %+v", i, c.Name, n)
+			}
+		}
+		if accepted != 1 {
+			t.Errorf("pair %d: %d of 2 accepted", i, accepted)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/crdserver/crdserver/internal/controller"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/store"
 )
@@ -90,6 +91,9 @@ type Config struct {
 	// Conversion tunes webhook conversion: service addresses (for servers
 	// without cluster DNS), timeout, objects per call.
 	Conversion ConversionOptions
+	// LeaderElection tunes the election of the replica that runs the
+	// controllers.
+	LeaderElection LeaderElectionOptions
 	// AuditLogPath, when set, is where audit.k8s.io/v1 Events are appended
 	// as JSON lines ("-": standard output), as AuditPolicyFile chooses
 	// (without one: every request at the Metadata level).
@@ -132,6 +136,23 @@ type Config struct {
 	// RequestTimeout ends requests other than watches with 504 (default
 	// 60 seconds; negative: none).
 	RequestTimeout time.Duration
+}
+
+// LeaderElectionOptions tune how replicas elect the one that runs the
+// controllers (a coordination.k8s.io/v1 Lease kube-system/crdserver-controllers).
+// Zero values take the defaults.
+type LeaderElectionOptions struct {
+	// LeaseDuration is how long others wait for a leader that stopped
+	// renewing (default 10 s); RenewDeadline how long the leader tries to
+	// renew before it stops leading (default 7 s); RetryPeriod how often
+	// replicas try (default 2 s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Identity names this replica in the Lease (default hostname_uuid).
+	Identity string
+}
+
+func (o LeaderElectionOptions) internal() controller.Election {
+	return controller.Election{LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod, Identity: o.Identity}
 }
 
 // withDefaults fills in what the zero Config leaves to the defaults.

@@ -6,6 +6,7 @@ import (
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/dynamic"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/crdserver/crdserver/internal/apis/core"
@@ -21,13 +22,14 @@ import (
 
 // controllers are the controllers of one server.
 type controllers struct {
-	clusterRoles *clusterroles.Controller
-	running      sync.WaitGroup
+	leader  *controller.Leader
+	running sync.WaitGroup
 }
 
-// startControllers creates the system namespaces (bounded by ctx), then
-// runs every controller until runCtx ends. They call the server's API
-// through cfg, the loopback config.
+// startControllers creates the system namespaces (bounded by ctx), then,
+// until runCtx ends, keeps the default RBAC policy in place and campaigns to
+// lead: the replica elected runs every controller. They call the server's
+// API through cfg, the loopback config.
 func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config) (*controllers, error) {
 	crds, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
@@ -37,26 +39,38 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 	if err != nil {
 		return nil, err
 	}
-	ns := namespace.New(s.registry, s.builtin.Namespaces, dyn, s.log)
-	if err := ns.EnsureSystemNamespaces(ctx); err != nil {
+	coordination, err := coordinationv1client.NewForConfig(cfg)
+	if err != nil {
 		return nil, err
 	}
-	c := &controllers{clusterRoles: clusterroles.New(s.builtin.ClusterRoles.Cache, dyn, s.log)}
-	all := []controller.Controller{
-		crdnames.New(s.registry, crds, s.log),
-		crdcleanup.New(s.registry, crds, dyn, s.log),
-		ns,
-		garbagecollector.New(s.registry, dyn, s.log),
-		storagemigration.New(s.registry, s.builtin.Migrations, crds, dyn, s.log),
-		c.clusterRoles,
+	// What every replica does (kube-apiserver does it on each): the system
+	// namespaces and the default RBAC policy.
+	if err := namespace.New(s.registry, s.builtin.Namespaces, dyn, s.log).EnsureSystemNamespaces(ctx); err != nil {
+		return nil, err
 	}
-	for _, ctl := range all {
-		c.running.Add(1)
-		go func() {
-			defer c.running.Done()
-			ctl.Run(runCtx)
-		}()
-	}
+	c := &controllers{}
+	c.running.Add(1)
+	go func() {
+		defer c.running.Done()
+		_ = clusterroles.Bootstrap(runCtx, dyn, s.log)
+	}()
+	// What one replica does (kube-controller-manager's work): every
+	// controller, new ones each term.
+	c.leader = controller.NewLeader(s.cfg.LeaderElection.internal(), coordination, func() []controller.Controller {
+		return []controller.Controller{
+			crdnames.New(s.registry, crds, s.log),
+			crdcleanup.New(s.registry, crds, dyn, s.log),
+			namespace.New(s.registry, s.builtin.Namespaces, dyn, s.log),
+			garbagecollector.New(s.registry, dyn, s.log),
+			storagemigration.New(s.registry, s.builtin.Migrations, crds, dyn, s.log),
+			clusterroles.NewAggregator(s.builtin.ClusterRoles.Cache, dyn, s.log),
+		}
+	}, s.log)
+	c.running.Add(1)
+	go func() {
+		defer c.running.Done()
+		c.leader.Run(runCtx)
+	}()
 	return c, nil
 }
 

@@ -18,10 +18,9 @@ func (s *Server) etcdCheck() health.Check {
 		if r != nil {
 			ctx = r.Context()
 		}
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 4*time.Second)
 		defer cancel()
-		_, err := s.store.CurrentRevision(ctx)
-		return err
+		return s.store.Healthy(ctx)
 	}}
 }
 
@@ -46,12 +45,7 @@ func (s *Server) readyChecks() []health.Check {
 			}
 		}},
 		{Name: "poststarthook/rbac/bootstrap-roles", Check: func(*http.Request) error {
-			select {
-			case <-s.ready: // s.controllers is set
-			default:
-				return errors.New("controllers not started")
-			}
-			if !s.controllers.clusterRoles.Ready() {
+			if !s.policy.DefaultsInPlace() {
 				return errors.New("default RBAC roles not in place yet")
 			}
 			return nil

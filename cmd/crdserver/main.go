@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/crdserver/crdserver/server"
 )
 
@@ -80,6 +82,8 @@ func run(args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
+	// client-go's logs (leader election, for one) go the same way.
+	klog.SetSlogLogger(log)
 
 	cfg := server.Config{
 		DataDir:                     *dataDir,

@@ -174,18 +174,24 @@ func (r *Registry) CatchUp(ctx context.Context) error {
 	if err := crds.WaitFresh(ctx, cur); err != nil {
 		return err
 	}
-	target := crds.LastEventRevision()
+	return r.WaitApplied(ctx, crds.LastEventRevision())
+}
+
+// WaitApplied waits (up to 3 seconds) until the Index reflects every CRD
+// change up to revision rev: a controller that wrote a CRD reads its own
+// write afterwards.
+func (r *Registry) WaitApplied(ctx context.Context, rev int64) error {
 	timeout := time.NewTimer(3 * time.Second)
 	defer timeout.Stop()
 	for {
 		ch := r.appliedCh.Load()
-		if r.applied.Load() >= target {
+		if r.applied.Load() >= rev {
 			return nil
 		}
 		select {
 		case <-*ch:
 		case <-timeout.C:
-			return fmt.Errorf("registry did not catch up with revision %d", target)
+			return fmt.Errorf("registry did not reach revision %d", rev)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -45,6 +45,9 @@ type Resource struct {
 	// AllowUnconditionalUpdate lets a PUT without resourceVersion through
 	// (true for namespaces; custom resources and CRDs require one).
 	AllowUnconditionalUpdate bool
+	// AllowCreateOnUpdate lets a PUT without resourceVersion create an
+	// object that does not exist (Leases).
+	AllowCreateOnUpdate bool
 	// StrategicMergeType, when set, is the Go type that strategic merge
 	// patches of this resource are computed against (built-in types only).
 	StrategicMergeType any

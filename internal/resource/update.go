@@ -40,6 +40,17 @@ func (c *call) update(sub string) {
 		c.fail(apierrors.NewBadRequest("the name of the object (" + obj.Meta.Name + ") does not match the name on the URL (" + name + ")"))
 		return
 	}
+	if c.res.AllowCreateOnUpdate && sub == "" {
+		created, err := c.createOnUpdate(obj, dry)
+		if err != nil || created != nil {
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			c.respond(http.StatusCreated, created)
+			return
+		}
+	}
 	if obj.Meta.ResourceVersion == "" && !c.res.AllowUnconditionalUpdate {
 		gk := schema.GroupKind{Group: c.res.Group, Kind: c.res.Plural}
 		c.fail(apierrors.NewInvalid(gk, name, field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")}))
@@ -61,6 +72,27 @@ func (c *call) update(sub string) {
 		return
 	}
 	c.respond(http.StatusOK, raw)
+}
+
+// createOnUpdate creates obj if it does not exist, as a PUT may for
+// resources that allow it; it returns nil when the object exists (the PUT
+// is an update). A PUT with a resourceVersion of an object that does not
+// exist is 404, as in Kubernetes.
+func (c *call) createOnUpdate(obj *Object, dry bool) ([]byte, error) {
+	key := c.res.Key(c.namespace, obj.Meta.Name)
+	if _, _, err := c.h.Store.Get(c.ctx, key, 0); !errors.Is(err, store.ErrNotFound) {
+		if err != nil {
+			return nil, c.storeError(err, obj.Meta.Name)
+		}
+		return nil, nil
+	}
+	if obj.Meta.ResourceVersion != "" {
+		return nil, c.notFound(obj.Meta.Name)
+	}
+	if err := c.checkManagerName("UpdateOptions"); err != nil {
+		return nil, err
+	}
+	return c.createObject(c.track(nil, obj, ""), dry)
 }
 
 // guaranteedUpdate reads the newest object, lets fn compute its new state

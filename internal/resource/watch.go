@@ -298,7 +298,8 @@ func (s *stream) follow(w *store.Watcher, timeout time.Duration) {
 				return
 			}
 		case <-w.Done():
-			// Send what was delivered before the cache ended the watch.
+			// Send what was delivered before the cache ended the watch,
+			// then why it ended, if the client must relist (410).
 			for {
 				select {
 				case ev := <-w.Events():
@@ -306,6 +307,9 @@ func (s *stream) follow(w *store.Watcher, timeout time.Duration) {
 						return
 					}
 				default:
+					if err := w.Err(); err != nil {
+						s.fail(s.c.storeError(err, ""))
+					}
 					return
 				}
 			}

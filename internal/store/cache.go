@@ -68,6 +68,11 @@ type Cache struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// followCancel ends the current etcd watch (tests break it with it);
+	// beforeResume, when set, runs before a failed watch is resumed.
+	followCancel context.CancelFunc
+	beforeResume func()
 }
 
 // NewCache starts mirroring prefix. Use WaitReady before serving from it and
@@ -115,30 +120,77 @@ func (c *Cache) Revision() int64 {
 	return c.rev
 }
 
+// run keeps the cache in step with etcd until ctx ends. When the etcd
+// watch fails (no quorum, a member gone), it is resumed from the last
+// revision the cache applied, so that every event reaches the watchers in
+// order and none is lost. Only when etcd no longer has that revision
+// (compacted meanwhile) are the watchers ended with 410 Expired, so that
+// their clients relist, and the state loaded again.
 func (c *Cache) run(ctx context.Context) {
 	defer close(c.done)
-	defer c.closeAll(true)
-	backoff := 100 * time.Millisecond
+	defer c.closeAll(nil, true)
+	backoff := newBackoff()
+	rev, loaded := int64(0), false
 	for ctx.Err() == nil {
-		rev, err := c.load(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
+		if !loaded {
+			var err error
+			if rev, err = c.load(ctx); err != nil {
+				if ctx.Err() == nil {
+					c.log.Warn("watch cache: list failed", "prefix", c.prefix, "err", err)
+					backoff.wait(ctx)
+				}
+				continue
 			}
-			c.log.Warn("watch cache: list failed", "prefix", c.prefix, "err", err)
-			time.Sleep(backoff)
-			backoff = min(backoff*2, 5*time.Second)
-			continue
+			loaded = true
+			backoff.reset()
 		}
-		backoff = 100 * time.Millisecond
-		err = c.follow(ctx, rev)
+		err := c.follow(ctx, rev, backoff.reset)
 		if ctx.Err() != nil {
 			return
 		}
-		c.log.Warn("watch cache: etcd watch ended, reloading", "prefix", c.prefix, "err", err)
-		// Watchers cannot be resumed across a reload: close them, clients
-		// reconnect from their last resourceVersion or relist.
-		c.closeAll(false)
+		rev = c.Revision()
+		c.mu.RLock()
+		hook := c.beforeResume
+		c.mu.RUnlock()
+		if hook != nil {
+			hook()
+		}
+		if errors.Is(err, ErrCompacted) {
+			c.log.Warn("watch cache: etcd compacted the revisions not yet seen; watchers end with 410 Expired and the state is loaded again", "prefix", c.prefix, "revision", rev)
+			c.expire(rev)
+			loaded = false
+			continue
+		}
+		c.log.Warn("watch cache: etcd watch ended, resuming", "prefix", c.prefix, "revision", rev, "err", err)
+		backoff.wait(ctx)
+	}
+}
+
+// backoff waits between attempts: 100 ms, doubling up to 2 s.
+type backoff struct{ d time.Duration }
+
+func newBackoff() *backoff { return &backoff{d: 100 * time.Millisecond} }
+
+func (b *backoff) reset() { b.d = 100 * time.Millisecond }
+
+func (b *backoff) wait(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(b.d):
+	}
+	b.d = min(b.d*2, 2*time.Second)
+}
+
+// expire ends every watcher with a TooOldError (their clients get 410
+// Expired and relist) and marks the cache not ready until it is loaded
+// again: no watch starts on a state about to be replaced.
+func (c *Cache) expire(rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ready = false
+	err := &TooOldError{Requested: rev, Oldest: rev + 1}
+	for w := range c.watchers {
+		w.closeLocked(err)
 	}
 }
 
@@ -187,10 +239,14 @@ func (c *Cache) setRevLocked(rev int64) {
 	c.revCh = make(chan struct{})
 }
 
-// follow applies the etcd watch from rev+1 until it fails.
-func (c *Cache) follow(ctx context.Context, rev int64) error {
+// follow applies the etcd watch from rev+1 until it fails; progress is
+// called whenever the watch delivers something.
+func (c *Cache) follow(ctx context.Context, rev int64, progress func()) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
+	c.mu.Lock()
+	c.followCancel = cancel
+	c.mu.Unlock()
 	wch := c.store.cli.Watch(wctx, c.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1),
 		clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 	tick := time.NewTicker(c.opts.BookmarkInterval)
@@ -203,11 +259,18 @@ func (c *Cache) follow(ctx context.Context, rev int64) error {
 			c.bookmark()
 		case resp, ok := <-wch:
 			if !ok {
+				if wctx.Err() != nil && ctx.Err() == nil {
+					return errors.New("watch interrupted")
+				}
 				return errors.New("watch channel closed")
 			}
 			if err := resp.Err(); err != nil {
 				return interpret(err)
 			}
+			if resp.CompactRevision > 0 {
+				return ErrCompacted
+			}
+			progress()
 			if resp.IsProgressNotify() {
 				c.mu.Lock()
 				c.setRevLocked(resp.Header.Revision)
@@ -303,11 +366,13 @@ func (c *Cache) bookmark() {
 	}
 }
 
-func (c *Cache) closeAll(final bool) {
+// closeAll ends every watcher (with err, if not nil); final marks the
+// cache stopped.
+func (c *Cache) closeAll(err error, final bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for w := range c.watchers {
-		w.closeLocked()
+		w.closeLocked(err)
 	}
 	if final {
 		c.stopped = true

@@ -125,8 +125,13 @@ func Connect(ctx context.Context, c ExternalConfig) (*clientv3.Client, error) {
 	cfg := clientv3.Config{
 		Endpoints:   c.Endpoints,
 		DialTimeout: 20 * time.Second,
-		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{},
+		// A member that stops answering (frozen, cut off) is noticed within
+		// seconds and its connection dropped, so that requests and watches
+		// move to the others. 5 s is the most often etcd lets clients ping.
+		DialKeepAliveTime:    5 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+		Logger:               zap.NewNop(),
+		DialOptions:          []grpc.DialOption{},
 		// As kube-apiserver: large objects and lists.
 		MaxCallRecvMsgSize: 0,
 	}

@@ -1,9 +1,15 @@
 package store
 
 import (
+	"bytes"
+	"time"
+
 	"context"
 	"errors"
 	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -98,11 +104,27 @@ func interpret(err error) error {
 // CurrentRevision returns the newest revision of the store, from a
 // linearizable read.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
-	resp, err := s.cli.Get(ctx, "compact_rev_key", clientv3.WithCountOnly())
+	resp, err := s.get(ctx, "compact_rev_key", clientv3.WithCountOnly())
 	if err != nil {
-		return 0, interpret(err)
+		return 0, err
 	}
 	return resp.Header.Revision, nil
+}
+
+// Healthy checks that etcd answers a linearizable read: a few tries of
+// a second each, so that one member that does not answer (frozen, cut
+// off) is not taken for the cluster.
+func (s *Store) Healthy(ctx context.Context) error {
+	var err error
+	for i := 0; i < 3 && ctx.Err() == nil; i++ {
+		actx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err = s.cli.Get(actx, "compact_rev_key", clientv3.WithCountOnly())
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return interpret(err)
 }
 
 // Get reads one key at revision rev (0: the newest).
@@ -111,9 +133,9 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 	if rev > 0 {
 		opts = append(opts, clientv3.WithRev(rev))
 	}
-	resp, err := s.cli.Get(ctx, key, opts...)
+	resp, err := s.get(ctx, key, opts...)
 	if err != nil {
-		return nil, 0, interpret(err)
+		return nil, 0, err
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, resp.Header.Revision, ErrNotFound
@@ -121,16 +143,37 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 	return kvFrom(resp.Kvs[0]), resp.Header.Revision, nil
 }
 
+// get is a read, tried again on another member when one does not answer.
+func (s *Store) get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	var resp *clientv3.GetResponse
+	err := s.attempts(ctx, func(ctx context.Context) (err error) {
+		resp, err = s.cli.Get(ctx, key, opts...)
+		return err
+	})
+	return resp, interpret(err)
+}
+
 // Create writes key only if it does not exist and returns the new revision.
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	resp, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(value))).
-		Commit()
+	tries := 0
+	var resp *clientv3.TxnResponse
+	err := s.attempts(ctx, func(ctx context.Context) (err error) {
+		tries++
+		resp, err = s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, string(value))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		return err
+	})
 	if err != nil {
 		return 0, interpret(err)
 	}
 	if !resp.Succeeded {
+		// A try that got no answer may have been the one that wrote it.
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; tries > 1 && len(kvs) > 0 && bytes.Equal(kvs[0].Value, value) {
+			return kvs[0].ModRevision, nil
+		}
 		return 0, ErrExists
 	}
 	return resp.Header.Revision, nil
@@ -139,34 +182,97 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 // Update writes key only if its mod revision is expected. On ErrConflict it
 // returns the current value (nil if the key is gone, with ErrNotFound).
 func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, *KV, error) {
-	return s.guarded(ctx, key, expected, clientv3.OpPut(key, string(value)))
+	return s.guarded(ctx, key, expected, clientv3.OpPut(key, string(value)), func(cur *KV) bool {
+		return cur != nil && cur.ModRevision > expected && bytes.Equal(cur.Value, value)
+	})
 }
 
 // Delete removes key only if its mod revision is expected. It returns the
 // revision of the deletion; on ErrConflict the current value.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, *KV, error) {
-	return s.guarded(ctx, key, expected, clientv3.OpDelete(key))
+	return s.guarded(ctx, key, expected, clientv3.OpDelete(key), func(cur *KV) bool { return cur == nil })
 }
 
 // guarded runs op on key in a transaction that succeeds only if the key's
-// mod revision is expected.
-func (s *Store) guarded(ctx context.Context, key string, expected int64, op clientv3.Op) (int64, *KV, error) {
-	resp, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
-		Then(op).
-		Else(clientv3.OpGet(key)).
-		Commit()
+// mod revision is expected. When a try got no answer and a later one finds
+// the guard failed, done says from the key's state whether the unanswered
+// try is what changed it.
+func (s *Store) guarded(ctx context.Context, key string, expected int64, op clientv3.Op, done func(cur *KV) bool) (int64, *KV, error) {
+	tries := 0
+	var resp *clientv3.TxnResponse
+	err := s.attempts(ctx, func(ctx context.Context) (err error) {
+		tries++
+		resp, err = s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
+			Then(op).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		return err
+	})
 	if err != nil {
 		return 0, nil, interpret(err)
 	}
 	if !resp.Succeeded {
-		kvs := resp.Responses[0].GetResponseRange().Kvs
-		if len(kvs) == 0 {
+		var cur *KV
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			cur = kvFrom(kvs[0])
+		}
+		if tries > 1 && done(cur) {
+			rev := resp.Header.Revision
+			if cur != nil {
+				rev = cur.ModRevision
+			}
+			return rev, nil, nil
+		}
+		if cur == nil {
 			return 0, nil, ErrNotFound
 		}
-		return 0, kvFrom(kvs[0]), ErrConflict
+		return 0, cur, ErrConflict
 	}
 	return resp.Header.Revision, nil, nil
+}
+
+// Requests to etcd are bounded: a member that does not answer in time
+// (frozen, cut off, without a leader) is given up on and the request sent
+// again, which the client sends to the next member. Writes are guarded, so
+// a try that got no answer cannot apply twice; Create, Update and Delete
+// tell their own unanswered write from another's by what is stored.
+const (
+	attemptTimeout = 5 * time.Second
+	maxAttempts    = 4
+)
+
+// attempts runs f until it succeeds, fails for good, or ctx ends.
+func (s *Store) attempts(ctx context.Context, f func(ctx context.Context) error) error {
+	var err error
+	for i := 0; i < maxAttempts; i++ {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err = f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !retryable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// retryable says whether an etcd error leaves the request's outcome open
+// (no answer, no leader, a connection lost) rather than refused.
+func retryable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	for _, e := range []error{rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTimeoutDueToConnectionLost,
+		rpctypes.ErrLeaderChanged, rpctypes.ErrNoLeader, rpctypes.ErrNotCapable, rpctypes.ErrTooManyRequests} {
+		if errors.Is(err, e) || err.Error() == e.Error() {
+			return true
+		}
+	}
+	return false
 }
 
 // ListResult is one page of a range read.
@@ -190,9 +296,9 @@ func (s *Store) List(ctx context.Context, start, end string, rev, limit int64) (
 	if limit > 0 {
 		opts = append(opts, clientv3.WithLimit(limit))
 	}
-	resp, err := s.cli.Get(ctx, start, opts...)
+	resp, err := s.get(ctx, start, opts...)
 	if err != nil {
-		return nil, interpret(err)
+		return nil, err
 	}
 	out := &ListResult{Revision: resp.Header.Revision, More: resp.More, KVs: make([]*KV, len(resp.Kvs))}
 	for i, kv := range resp.Kvs {

@@ -45,6 +45,7 @@ type Watcher struct {
 	ch        chan Event
 	done      chan struct{}
 	closed    bool
+	err       error
 }
 
 // Events returns the channel of live events.
@@ -53,18 +54,29 @@ func (w *Watcher) Events() <-chan Event { return w.ch }
 // Done is closed when the cache has ended this watch.
 func (w *Watcher) Done() <-chan struct{} { return w.done }
 
+// Err says why the cache ended the watch, once Done is closed: a
+// TooOldError when the events it would need are gone (the client must
+// relist), nil otherwise (it fell behind, or the cache stopped: resume from
+// the last revision seen).
+func (w *Watcher) Err() error {
+	w.c.mu.RLock()
+	defer w.c.mu.RUnlock()
+	return w.err
+}
+
 // Stop ends the watch.
 func (w *Watcher) Stop() {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
-	w.closeLocked()
+	w.closeLocked(nil)
 }
 
-func (w *Watcher) closeLocked() {
+func (w *Watcher) closeLocked(err error) {
 	if w.closed {
 		return
 	}
 	w.closed = true
+	w.err = err
 	delete(w.c.watchers, w)
 	close(w.done)
 }
@@ -122,7 +134,7 @@ func (w *Watcher) send(ev Event) {
 	case w.ch <- ev:
 	default:
 		w.c.log.Info("watch cache: closing a watcher that fell behind", "prefix", w.c.prefix)
-		w.closeLocked()
+		w.closeLocked(nil)
 	}
 }
 
@@ -130,14 +142,21 @@ func (w *Watcher) send(ev Event) {
 // the watch starts from (Initial); otherwise the events after o.Rev that the
 // history still holds (Replay). Live events follow on Events.
 func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
-	if !o.FromState {
-		if err := c.WaitFresh(ctx, o.Rev); err != nil {
+	for {
+		if !o.FromState {
+			if err := c.WaitFresh(ctx, o.Rev); err != nil {
+				return nil, err
+			}
+		} else if err := c.WaitReady(ctx); err != nil {
 			return nil, err
 		}
-	} else if err := c.WaitReady(ctx); err != nil {
-		return nil, err
+		c.mu.Lock()
+		if c.ready || c.stopped {
+			break
+		}
+		// The state is being replaced since the wait: wait again.
+		c.mu.Unlock()
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
 		return nil, errors.New("watch cache stopped")

@@ -57,6 +57,12 @@ func DefaultClusterRoles() []rbacv1.ClusterRole {
 			},
 		},
 		{
+			ObjectMeta: defaultMeta("system:aggregate-to-edit", map[string]string{AggregateToEdit: "true"}),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: readWrite},
+			},
+		},
+		{
 			ObjectMeta: defaultMeta("system:aggregate-to-view", map[string]string{AggregateToView: "true"}),
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
@@ -198,4 +204,25 @@ func ReconcileClusterRoleBinding(have *rbacv1.ClusterRoleBinding, want rbacv1.Cl
 		}
 	}
 	return out, changed
+}
+
+// DefaultsInPlace reports whether the store holds every default cluster
+// role and binding, and the aggregated defaults (admin, edit, view) have
+// been aggregated: what readiness waits for, on every replica, whichever
+// replica wrote them.
+func (s *Store) DefaultsInPlace() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, want := range DefaultClusterRoles() {
+		have := s.clusterRoles[want.Name]
+		if have == nil || (want.AggregationRule != nil && len(have.Rules) == 0) {
+			return false
+		}
+	}
+	for _, want := range DefaultClusterRoleBindings() {
+		if s.clusterRoleBindings[want.Name] == nil {
+			return false
+		}
+	}
+	return true
 }

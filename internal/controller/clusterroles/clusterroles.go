@@ -1,9 +1,9 @@
-// Package clusterroles is the controller of the default RBAC policy: at
-// start it creates the default cluster roles and bindings, or brings stored
-// ones up to date, as kube-apiserver's RBAC bootstrap does; then it gives
-// every ClusterRole with an aggregationRule the rules of the roles it
-// selects, as kube-controller-manager's clusterrole-aggregation controller
-// does.
+// Package clusterroles holds the default RBAC policy's upkeep: Bootstrap
+// creates the default cluster roles and bindings, or brings stored ones up
+// to date, as kube-apiserver's RBAC bootstrap does on every replica; the
+// Aggregator controller gives every ClusterRole with an aggregationRule the
+// rules of the roles it selects, as kube-controller-manager's
+// clusterrole-aggregation controller does (on the elected replica).
 package clusterroles
 
 import (
@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -31,36 +30,32 @@ import (
 
 const bootstrapManager = "crdserver-rbac-bootstrap"
 
-// Controller bootstraps the default policy and aggregates cluster roles.
-type Controller struct {
+// Aggregator aggregates cluster roles.
+type Aggregator struct {
 	clusterRoles *store.Cache
 	dynamic      dynamic.Interface
 	log          *slog.Logger
 	queue        controller.Queue
-	ready        atomic.Bool
 
 	mu    sync.Mutex
 	roles map[string]*rbacv1.ClusterRole // as the cache has them, by name
 }
 
-// New returns the controller of the clusterroles cache; it writes through
-// dyn.
-func New(clusterRoles *store.Cache, dyn dynamic.Interface, log *slog.Logger) *Controller {
-	return &Controller{clusterRoles: clusterRoles, dynamic: dyn, log: log, queue: controller.NewQueue("clusterrole-aggregation"), roles: map[string]*rbacv1.ClusterRole{}}
+// NewAggregator returns the aggregation controller of the clusterroles
+// cache; it writes through dyn.
+func NewAggregator(clusterRoles *store.Cache, dyn dynamic.Interface, log *slog.Logger) *Aggregator {
+	return &Aggregator{clusterRoles: clusterRoles, dynamic: dyn, log: log, queue: controller.NewQueue("clusterrole-aggregation"), roles: map[string]*rbacv1.ClusterRole{}}
 }
 
 // Name implements controller.Controller.
-func (c *Controller) Name() string { return "clusterroles" }
-
-// Ready reports whether the default roles and bindings are in place.
-func (c *Controller) Ready() bool { return c.ready.Load() }
+func (c *Aggregator) Name() string { return "clusterrole-aggregation" }
 
 // aggregateKey is the one key of the queue: aggregation looks at every
 // role at once.
 const aggregateKey = "aggregate"
 
 // Run implements controller.Controller.
-func (c *Controller) Run(ctx context.Context) {
+func (c *Aggregator) Run(ctx context.Context) {
 	go store.Follow(ctx, c.clusterRoles, func(items []*store.Item, _ int64) {
 		c.mu.Lock()
 		c.roles = map[string]*rbacv1.ClusterRole{}
@@ -75,44 +70,13 @@ func (c *Controller) Run(ctx context.Context) {
 		c.mu.Unlock()
 		c.queue.Add(aggregateKey)
 	})
-	for ctx.Err() == nil {
-		err := c.bootstrap(ctx)
-		if err == nil {
-			break
-		}
-		c.log.Warn("rbac bootstrap", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	// One pass of aggregation before the server says it is ready, on the
-	// defaults as the cache has them.
-	for ctx.Err() == nil && !c.hasDefaults() {
-		time.Sleep(10 * time.Millisecond)
-	}
-	c.aggregate(ctx)
-	c.ready.Store(true)
 	controller.Work(ctx, c.Name(), c.queue, 1, c.log, func(ctx context.Context, _ string) error {
 		c.aggregate(ctx)
 		return nil
 	})
 }
 
-// hasDefaults reports whether the cache has shown every default role.
-func (c *Controller) hasDefaults() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, r := range rbac.DefaultClusterRoles() {
-		if c.roles[r.Name] == nil {
-			return false
-		}
-	}
-	return true
-}
-
-func (c *Controller) setLocked(it *store.Item, deleted bool) {
+func (c *Aggregator) setLocked(it *store.Item, deleted bool) {
 	if deleted {
 		delete(c.roles, it.Name)
 		return
@@ -125,10 +89,26 @@ func (c *Controller) setLocked(it *store.Item, deleted bool) {
 	c.roles[it.Name] = role
 }
 
-// bootstrap creates the default cluster roles and bindings, or brings
-// stored ones up to date.
-func (c *Controller) bootstrap(ctx context.Context) error {
-	roles := c.dynamic.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
+// Bootstrap creates the default cluster roles and bindings, or brings
+// stored ones up to date, trying again until it succeeds or ctx ends. Every
+// replica runs it at start: the writes it needs are the same everywhere.
+func Bootstrap(ctx context.Context, dyn dynamic.Interface, log *slog.Logger) error {
+	for {
+		err := bootstrap(ctx, dyn)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		log.Warn("rbac bootstrap", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func bootstrap(ctx context.Context, dyn dynamic.Interface) error {
+	roles := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
 	for _, want := range rbac.DefaultClusterRoles() {
 		want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindClusterRole}
 		have := &rbacv1.ClusterRole{}
@@ -137,7 +117,7 @@ func (c *Controller) bootstrap(ctx context.Context) error {
 			return err
 		}
 	}
-	bindings := c.dynamic.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"))
+	bindings := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"))
 	for _, want := range rbac.DefaultClusterRoleBindings() {
 		want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindClusterRoleBinding}
 		have := &rbacv1.ClusterRoleBinding{}
@@ -184,7 +164,7 @@ func reconcile(ctx context.Context, client dynamic.NamespaceableResourceInterfac
 // aggregate gives every ClusterRole with an aggregationRule the rules of
 // the roles it selects. Roles that feed each other settle over a few
 // passes (each write queues another pass).
-func (c *Controller) aggregate(ctx context.Context) {
+func (c *Aggregator) aggregate(ctx context.Context) {
 	c.mu.Lock()
 	all := make([]*rbacv1.ClusterRole, 0, len(c.roles))
 	for _, r := range c.roles {

@@ -26,8 +26,7 @@ func fakeClient() *dynamicfake.FakeDynamicClient {
 
 func TestBootstrapCreatesTheDefaultPolicyOnce(t *testing.T) {
 	dyn := fakeClient()
-	c := New(store.NewFixedCache("/registry/clusterroles/", 1), dyn, slog.New(slog.DiscardHandler))
-	if err := c.bootstrap(context.Background()); err != nil {
+	if err := bootstrap(context.Background(), dyn); err != nil {
 		t.Fatal(err)
 	}
 	creates := 0
@@ -41,7 +40,7 @@ func TestBootstrapCreatesTheDefaultPolicyOnce(t *testing.T) {
 	}
 	// A second start finds everything in place: no write.
 	dyn.ClearActions()
-	if err := c.bootstrap(context.Background()); err != nil {
+	if err := bootstrap(context.Background(), dyn); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range dyn.Actions() {
@@ -53,7 +52,7 @@ func TestBootstrapCreatesTheDefaultPolicyOnce(t *testing.T) {
 
 func TestAggregateGathersSelectedRules(t *testing.T) {
 	dyn := fakeClient()
-	c := New(store.NewFixedCache("/registry/clusterroles/", 1), dyn, slog.New(slog.DiscardHandler))
+	c := NewAggregator(store.NewFixedCache("/registry/clusterroles/", 1), dyn, slog.New(slog.DiscardHandler))
 	c.roles["view"] = &rbacv1.ClusterRole{
 		ObjectMeta:      metav1.ObjectMeta{Name: "view", ResourceVersion: "3"},
 		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}}}},

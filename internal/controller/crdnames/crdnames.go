@@ -12,6 +12,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -25,17 +26,30 @@ import (
 	"github.com/crdserver/crdserver/internal/registry"
 )
 
+// Reader is what the controller reads: the Index, and when it reflects a
+// write.
+type Reader interface {
+	controller.Reader
+	// WaitApplied waits until the Index reflects every CRD change up to a
+	// revision.
+	WaitApplied(ctx context.Context, rev int64) error
+	// CatchUp waits until the Index reflects every stored CRD.
+	CatchUp(ctx context.Context) error
+}
+
 // Controller accepts the names of CRDs and establishes them, as
-// Kubernetes' naming and establishing controllers do.
+// Kubernetes' naming and establishing controllers do. It works one CRD at a
+// time and decides each from a view that holds its own last write, so that
+// of two CRDs asking for one name at once exactly one gets it.
 type Controller struct {
-	reader controller.Reader
+	reader Reader
 	client apiextensionsclient.Interface
 	log    *slog.Logger
 	queue  controller.Queue
 }
 
 // New returns the controller; it writes CRD status through client.
-func New(reader controller.Reader, client apiextensionsclient.Interface, log *slog.Logger) *Controller {
+func New(reader Reader, client apiextensionsclient.Interface, log *slog.Logger) *Controller {
 	return &Controller{reader: reader, client: client, log: log, queue: controller.NewQueue("crd-names")}
 }
 
@@ -65,6 +79,10 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 		seen = maps.Clone(ix.CRDs)
 	})
+	// A term starts from everything stored, another leader's writes too.
+	if err := c.reader.CatchUp(ctx); err != nil && ctx.Err() == nil {
+		c.log.Warn("crd names: catching up", "err", err)
+	}
 	controller.Work(ctx, c.Name(), c.queue, 1, c.log, c.sync)
 }
 
@@ -84,8 +102,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		crd.Status.AcceptedNames = names
 		apihelpers.SetCRDCondition(crd, namesCond)
 		apihelpers.SetCRDCondition(crd, estCond)
-		_, err := c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{})
-		return err
+		return c.write(ctx, crd)
 	}
 	// The registry serves the resource from the moment its names were
 	// accepted (this runs after the registry applied that state): it is
@@ -97,10 +114,23 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 			Reason:  "InitialNamesAccepted",
 			Message: "the initial names have been accepted",
 		})
-		_, err := c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{})
-		return err
+		return c.write(ctx, crd)
 	}
 	return nil
+}
+
+// write stores a CRD's status, then waits until the Index shows it: the
+// next decision sees the names this one accepted.
+func (c *Controller) write(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	out, err := c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	rev, err := strconv.ParseInt(out.ResourceVersion, 10, 64)
+	if err != nil {
+		return nil // no revision to wait for
+	}
+	return c.reader.WaitApplied(ctx, rev)
 }
 
 // acceptNames decides which of a CRD's requested names it may have: a name

@@ -71,8 +71,10 @@ func TestAcceptNames(t *testing.T) {
 // fixedReader serves one Index.
 type fixedReader struct{ ix *registry.Index }
 
-func (f fixedReader) Index() *registry.Index                { return f.ix }
-func (f fixedReader) Subscribe(fn func(ix *registry.Index)) { fn(f.ix) }
+func (f fixedReader) Index() *registry.Index                   { return f.ix }
+func (f fixedReader) Subscribe(fn func(ix *registry.Index))    { fn(f.ix) }
+func (f fixedReader) WaitApplied(context.Context, int64) error { return nil }
+func (f fixedReader) CatchUp(context.Context) error            { return nil }
 
 func TestSyncAcceptsThenEstablishes(t *testing.T) {
 	ctx := context.Background()
