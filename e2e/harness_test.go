@@ -53,15 +53,18 @@ func runTests(m *testing.M) int {
 	// slow build of kubectl does not count against the tests' time limit.
 	crdserverBin = filepath.Join(binDir, "crdserver")
 	kubectlBin = filepath.Join(binDir, "kubectl")
+	etcdBin = filepath.Join(binDir, "etcd")
 	// The two builds run side by side; Go's build cache makes them quick
 	// after the first time (then they only link).
-	fmt.Fprintln(os.Stderr, "e2e: building crdserver and kubectl (the first build of kubectl takes minutes)")
+	fmt.Fprintln(os.Stderr, "e2e: building crdserver, kubectl and etcd (the first build of kubectl takes minutes)")
 	var wg sync.WaitGroup
-	var crdserverErr, kubectlErr error
+	var crdserverErr, kubectlErr, etcdErr error
 	wg.Go(func() { crdserverErr = goBuild("..", crdserverBin, "./cmd/crdserver") })
 	wg.Go(func() { kubectlErr = goBuild(".", kubectlBin, "./kubectl") })
+	// etcd at the version crdserver's module pins, for the replica tests.
+	wg.Go(func() { etcdErr = goBuild("..", etcdBin, "go.etcd.io/etcd/server/v3") })
 	wg.Wait()
-	if err := errors.Join(crdserverErr, kubectlErr); err != nil {
+	if err := errors.Join(crdserverErr, kubectlErr, etcdErr); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}

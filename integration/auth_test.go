@@ -199,7 +199,7 @@ func TestInsecureHTTP(t *testing.T) {
 // Client certificates from the operator's own CA (--client-ca-file).
 func TestClientCAFile(t *testing.T) {
 	dir := t.TempDir()
-	other, err := pki.Ensure(filepath.Join(dir, "other"), []string{"127.0.0.1"}, time.Now())
+	other, err := pki.Ensure(filepath.Join(dir, "other"), []string{"127.0.0.1"}, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

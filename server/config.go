@@ -114,6 +114,11 @@ type Config struct {
 	// for 127.0.0.1, ::1, localhost, the host name, AdvertiseAddress and
 	// TLSSANs.
 	TLSCertFile, TLSKeyFile string
+	// CACertFile and CAKeyFile are a CA to sign the serving and admin
+	// certificates with, and to trust client certificates of, instead of
+	// the one crdserver makes in DataDir/pki: give every replica the same
+	// one and they trust each other's kubeconfigs and certificates.
+	CACertFile, CAKeyFile string
 	// TLSSANs are more names or addresses for the serving certificate.
 	TLSSANs []string
 	// AdvertiseAddress is the address clients reach the server on.

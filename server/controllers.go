@@ -79,5 +79,5 @@ func (c *controllers) wait() { c.running.Wait() }
 
 // namespaceLifecycle is the NamespaceLifecycle check of creates.
 func namespaceLifecycle(s *Server) resource.NamespaceChecker {
-	return core.NamespaceLifecycle{Namespaces: s.builtin.Namespaces, Store: s.store}
+	return core.NamespaceLifecycle{Namespaces: s.builtin.Namespaces, Store: s.store, Terminations: s.builtin.NamespaceTerminations}
 }

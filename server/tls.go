@@ -37,7 +37,14 @@ func setupTLS(cfg Config) (*tlsSetup, error) {
 		hosts = append(hosts, cfg.AdvertiseAddress)
 	}
 	hosts = append(hosts, cfg.TLSSANs...)
-	bundle, err := pki.Ensure(filepath.Join(cfg.DataDir, "pki"), dedupe(hosts), time.Now())
+	var ca *pki.CA
+	switch {
+	case cfg.CACertFile != "" && cfg.CAKeyFile != "":
+		ca = &pki.CA{CertFile: cfg.CACertFile, KeyFile: cfg.CAKeyFile}
+	case cfg.CACertFile != "" || cfg.CAKeyFile != "":
+		return nil, errors.New("--ca-cert-file and --ca-key-file go together")
+	}
+	bundle, err := pki.Ensure(filepath.Join(cfg.DataDir, "pki"), dedupe(hosts), time.Now(), ca)
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}

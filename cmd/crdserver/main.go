@@ -62,6 +62,8 @@ func run(args []string) error {
 		insecure     = fs.Bool("insecure-http", false, "serve plain HTTP, trusting every request with everything (loopback bind address only)")
 		tlsCert      = fs.String("tls-cert-file", "", "serving certificate (PEM, with its chain); default: one crdserver makes in <data-dir>/pki")
 		tlsKey       = fs.String("tls-private-key-file", "", "key of --tls-cert-file")
+		caCert       = fs.String("ca-cert-file", "", "CA certificate (PEM) to sign the serving and admin certificates with and to trust client certificates of, instead of the CA crdserver makes; give every replica the same one")
+		caKey        = fs.String("ca-key-file", "", "key of --ca-cert-file")
 		clientCA     = fs.String("client-ca-file", "", "more CAs whose client certificates authenticate users (CN user, O groups)")
 		tokenFile    = fs.String("token-auth-file", "", "static bearer tokens, Kubernetes' CSV format: token,user,uid,\"group1,group2\"")
 		anonymous    = fs.Bool("anonymous-auth", true, "serve requests without credentials as system:anonymous (false: 401)")
@@ -69,6 +71,9 @@ func run(args []string) error {
 		tlsSANs      = listFlag{}
 		maxInFlight  = fs.Int("max-requests-inflight", 400, "read-only requests served at once before 429 (watches and system:masters not counted; 0: no limit)")
 		maxMutating  = fs.Int("max-mutating-requests-inflight", 200, "mutating requests served at once before 429 (0: no limit)")
+		leaseDur     = fs.Duration("leader-elect-lease-duration", 10*time.Second, "how long replicas wait for a controller leader that stopped renewing its lease before one of them takes over")
+		renewDead    = fs.Duration("leader-elect-renew-deadline", 7*time.Second, "how long the leader tries to renew its lease before it stops leading")
+		retryPeriod  = fs.Duration("leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the controller lease")
 		reqTimeout   = fs.Duration("request-timeout", 60*time.Second, "time after which a request other than a watch is ended with 504 (0: none)")
 	)
 	fs.Var(&tlsSANs, "tls-san", "another name or address for the serving certificate (repeatable, or comma-separated)")
@@ -106,6 +111,8 @@ func run(args []string) error {
 		TLSCertFile:                 *tlsCert,
 		TLSKeyFile:                  *tlsKey,
 		ClientCAFile:                *clientCA,
+		CACertFile:                  *caCert,
+		CAKeyFile:                   *caKey,
 		TokenAuthFile:               *tokenFile,
 		DisableAnonymous:            !*anonymous,
 		AdvertiseAddress:            *advertise,
@@ -113,6 +120,7 @@ func run(args []string) error {
 		MaxRequestsInFlight:         orNoLimit(*maxInFlight),
 		MaxMutatingRequestsInFlight: orNoLimit(*maxMutating),
 		RequestTimeout:              *reqTimeout,
+		LeaderElection:              server.LeaderElectionOptions{LeaseDuration: *leaseDur, RenewDeadline: *renewDead, RetryPeriod: *retryPeriod},
 	}
 	if *reqTimeout == 0 {
 		cfg.RequestTimeout = -1

@@ -34,6 +34,9 @@ var protobufOnce sync.Once
 type Builtin struct {
 	// The resources others look up by what they are.
 	Namespaces, Leases, CRDs, Migrations *resource.Resource
+	// NamespaceTerminations are the namespaces this server marked
+	// Terminating a moment ago (for the NamespaceLifecycle check).
+	NamespaceTerminations *core.Terminations
 	// RBAC are ClusterRoles, Roles, ClusterRoleBindings and RoleBindings;
 	// ClusterRoles is the first of them.
 	RBAC         []*resource.Resource
@@ -54,12 +57,14 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store) *B
 			panic(err)
 		}
 	})
+	terms := &core.Terminations{}
 	b := &Builtin{
-		Namespaces: core.Namespaces(newCache(core.NamespacePrefix)),
-		Leases:     coordination.Leases(newCache(coordination.LeasePrefix)),
-		CRDs:       apiextensions.CRDs(newCache(apiextensions.CRDPrefix)),
-		Migrations: storagemigration.Migrations(newCache(storagemigration.Prefix)),
-		RBAC:       rbac.Resources(newCache, policy),
+		NamespaceTerminations: terms,
+		Namespaces:            core.Namespaces(newCache(core.NamespacePrefix), terms),
+		Leases:                coordination.Leases(newCache(coordination.LeasePrefix)),
+		CRDs:                  apiextensions.CRDs(newCache(apiextensions.CRDPrefix)),
+		Migrations:            storagemigration.Migrations(newCache(storagemigration.Prefix)),
+		RBAC:                  rbac.Resources(newCache, policy),
 	}
 	b.ClusterRoles = b.RBAC[0]
 	b.All = append(b.All, b.Namespaces)

@@ -64,18 +64,28 @@ func (b *Bundle) Serving() (tls.Certificate, error) {
 	return tls.X509KeyPair(b.ServingCert, b.ServingKey)
 }
 
+// CA names the files of a CA to sign with instead of the bundle's own:
+// replicas given the same CA trust each other's certificates.
+type CA struct {
+	CertFile, KeyFile string
+}
+
 // Ensure loads the PKI in dir, making what is missing, stale, or lacks one
-// of hosts (IP addresses or DNS names) in the serving certificate.
-func Ensure(dir string, hosts []string, now time.Time) (*Bundle, error) {
+// of hosts (IP addresses or DNS names) in the serving certificate. With
+// ca, the leaves are signed by that CA, which is never made again.
+func Ensure(dir string, hosts []string, now time.Time, ca *CA) (*Bundle, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	b := &Bundle{Dir: dir}
 	caCert, caKey, err := load(dir, CACertFile, CAKeyFile)
+	if ca != nil {
+		caCert, caKey, err = loadCA(ca, now)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if caCert == nil || !fresh(caCert, now) {
+	if ca == nil && (caCert == nil || !fresh(caCert, now)) {
 		caCert, caKey, err = newCA(now)
 		if err != nil {
 			return nil, err
@@ -119,6 +129,40 @@ func Ensure(dir string, hosts []string, now time.Time) (*Bundle, error) {
 	}
 	b.AdminCert, b.AdminKey = encodeCert(admin), mustEncodeKey(adminKey)
 	return b, nil
+}
+
+// loadCA reads the operator's CA and checks that it can sign.
+func loadCA(ca *CA, now time.Time) (*x509.Certificate, crypto.Signer, error) {
+	certPEM, err := os.ReadFile(ca.CertFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	keyPEM, err := os.ReadFile(ca.KeyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CA key: %w", err)
+	}
+	cert, err := parseCert(certPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CA certificate %s: %w", ca.CertFile, err)
+	}
+	key, err := parseKey(keyPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CA key %s: %w", ca.KeyFile, err)
+	}
+	switch {
+	case !cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0:
+		return nil, nil, fmt.Errorf("%s is not a CA certificate that can sign certificates", ca.CertFile)
+	case !publicKeysEqual(cert.PublicKey, key.Public()):
+		return nil, nil, fmt.Errorf("%s is not the key of %s", ca.KeyFile, ca.CertFile)
+	case now.After(cert.NotAfter):
+		return nil, nil, fmt.Errorf("the CA certificate %s expired on %s", ca.CertFile, cert.NotAfter.Format(time.RFC3339))
+	}
+	return cert, key, nil
+}
+
+func publicKeysEqual(a, b crypto.PublicKey) bool {
+	ea, ok := a.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && ea.Equal(b)
 }
 
 // ClientCert makes a client certificate signed by the bundle's CA, for a

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -16,7 +17,7 @@ import (
 func TestEnsureMakesAndReuses(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pki")
 	now := time.Now()
-	b, err := Ensure(dir, []string{"127.0.0.1", "::1", "localhost"}, now)
+	b, err := Ensure(dir, []string{"127.0.0.1", "::1", "localhost"}, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestEnsureMakesAndReuses(t *testing.T) {
 		t.Fatalf("admin subject %v", admin.Subject)
 	}
 	// A second start reuses everything.
-	again, err := Ensure(dir, []string{"127.0.0.1", "localhost"}, now)
+	again, err := Ensure(dir, []string{"127.0.0.1", "localhost"}, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestEnsureMakesAndReuses(t *testing.T) {
 		t.Fatal("certificates made again on a second start")
 	}
 	// A new name makes a new serving certificate from the same CA.
-	third, err := Ensure(dir, []string{"127.0.0.1", "crdserver.example"}, now)
+	third, err := Ensure(dir, []string{"127.0.0.1", "crdserver.example"}, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestEnsureMakesAndReuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Near its end, a certificate is made again.
-	later, err := Ensure(dir, []string{"127.0.0.1"}, now.Add(leafLifetime-renewBefore/2))
+	later, err := Ensure(dir, []string{"127.0.0.1"}, now.Add(leafLifetime-renewBefore/2), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestEnsureMakesAndReuses(t *testing.T) {
 
 func TestEnsureRepairsAHalfWrittenPair(t *testing.T) {
 	dir := t.TempDir()
-	b, err := Ensure(dir, []string{"127.0.0.1"}, time.Now())
+	b, err := Ensure(dir, []string{"127.0.0.1"}, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestEnsureRepairsAHalfWrittenPair(t *testing.T) {
 	if err := os.WriteFile(b.Path(ServingKeyFile), b.AdminKey, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	again, err := Ensure(dir, []string{"127.0.0.1"}, time.Now())
+	again, err := Ensure(dir, []string{"127.0.0.1"}, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestEnsureRepairsAHalfWrittenPair(t *testing.T) {
 	if err := os.WriteFile(b.Path(CACertFile), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Ensure(dir, nil, time.Now()); err == nil {
+	if _, err := Ensure(dir, nil, time.Now(), nil); err == nil {
 		t.Fatal("a corrupt CA certificate was accepted")
 	}
 }
@@ -92,7 +93,7 @@ func TestEnsureRepairsAHalfWrittenPair(t *testing.T) {
 // A TLS handshake with the serving certificate and the admin client
 // certificate, both checked against the CA.
 func TestHandshake(t *testing.T) {
-	b, err := Ensure(t.TempDir(), []string{"127.0.0.1", "::1", "localhost"}, time.Now())
+	b, err := Ensure(t.TempDir(), []string{"127.0.0.1", "::1", "localhost"}, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,5 +130,60 @@ func TestHandshake(t *testing.T) {
 	}
 	if seen != "jane" {
 		t.Fatalf("last client was %q", seen)
+	}
+}
+
+func TestEnsureWithOperatorCA(t *testing.T) {
+	now := time.Now()
+	// An operator's CA, made here with our own helper, in another folder.
+	opDir := t.TempDir()
+	caCert, caKey, err := newCA(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := write(opDir, "ca.crt", "ca.key", caCert, caKey); err != nil {
+		t.Fatal(err)
+	}
+	ca := &CA{CertFile: filepath.Join(opDir, "ca.crt"), KeyFile: filepath.Join(opDir, "ca.key")}
+	// Two replicas' data dirs: both sign with it, so each trusts the other.
+	a, err := Ensure(t.TempDir(), []string{"127.0.0.1"}, now, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Ensure(t.TempDir(), []string{"127.0.0.1"}, now, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.CACert, b.CACert) {
+		t.Fatal("replicas given one CA report different CAs")
+	}
+	for _, leaf := range [][]byte{a.ServingCert, b.AdminCert} {
+		c, err := parseCert(leaf)
+		if err != nil || !signedBy(c, caCert) {
+			t.Fatalf("a leaf not signed by the operator's CA: %v", err)
+		}
+	}
+	// A data dir that had its own CA switches to the operator's.
+	dir := t.TempDir()
+	if _, err := Ensure(dir, []string{"127.0.0.1"}, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Ensure(dir, []string{"127.0.0.1"}, now, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := parseCert(c.ServingCert); !signedBy(s, caCert) {
+		t.Fatal("the serving certificate was not made again with the operator's CA")
+	}
+	// Refused: a key of another CA, a certificate that is not a CA.
+	_, otherKey, _ := newCA(now)
+	if err := write(opDir, "ca2.crt", "other.key", caCert, otherKey); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Ensure(t.TempDir(), nil, now, &CA{CertFile: ca.CertFile, KeyFile: filepath.Join(opDir, "other.key")}); err == nil || !strings.Contains(err.Error(), "is not the key of") {
+		t.Fatalf("mismatched key: %v", err)
+	}
+	if _, err := Ensure(t.TempDir(), nil, now, &CA{CertFile: filepath.Join(dir, ServingCertFile), KeyFile: filepath.Join(dir, ServingKeyFile)}); err == nil || !strings.Contains(err.Error(), "not a CA certificate") {
+		t.Fatalf("a leaf as CA: %v", err)
 	}
 }

@@ -6,9 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -84,6 +87,8 @@ func (e *Embedded) Close() {
 
 // OpenOptions say which etcd to store in.
 type OpenOptions struct {
+	// Log receives what the store notices of etcd's members.
+	Log *slog.Logger
 	// Dir is the embedded etcd's data folder, used when External has no
 	// endpoints.
 	Dir string
@@ -100,7 +105,17 @@ func Open(ctx context.Context, o OpenOptions) (*Store, error) {
 			return nil, err
 		}
 		s := New(cli)
-		s.close = func() { _ = cli.Close() }
+		hctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			preferAnswering(hctx, cli, o.External.Endpoints, o.Log)
+		}()
+		s.close = func() {
+			stop()
+			<-done
+			_ = cli.Close()
+		}
 		return s, nil
 	}
 	e, err := StartEmbedded(ctx, o.Dir)
@@ -110,6 +125,60 @@ func Open(ctx context.Context, o OpenOptions) (*Store, error) {
 	s := New(e.Client)
 	s.close = e.Close
 	return s, nil
+}
+
+// preferAnswering keeps the client on the members that answer: every
+// second each member is asked for its status (one second at most), and the
+// client's endpoints become those that answered with a leader. A member
+// that stops answering (frozen, cut off, without a leader while the others
+// have one) is left within about two seconds — its connections closed, the
+// watches on them moved to another member — and taken back once it
+// answers. When none answers, the client keeps them all.
+func preferAnswering(ctx context.Context, cli *clientv3.Client, all []string, log *slog.Logger) {
+	if len(all) < 2 {
+		return
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	current := slices.Clone(all)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		answered := make([]bool, len(all))
+		var wg sync.WaitGroup
+		for i, ep := range all {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				st, err := cli.Status(sctx, ep)
+				answered[i] = err == nil && st.Leader != 0
+			}()
+		}
+		wg.Wait()
+		var healthy []string
+		for i, ep := range all {
+			if answered[i] {
+				healthy = append(healthy, ep)
+			}
+		}
+		if len(healthy) == 0 {
+			healthy = slices.Clone(all)
+		}
+		if slices.Equal(healthy, current) || ctx.Err() != nil {
+			continue
+		}
+		log.Warn("etcd: using the members that answer", "endpoints", healthy, "of", all)
+		cli.SetEndpoints(healthy...)
+		current = healthy
+	}
 }
 
 // ExternalConfig says how to reach an external etcd cluster.

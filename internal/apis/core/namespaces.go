@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,8 +31,50 @@ var (
 	undeletedNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic}
 )
 
-// Namespaces is the namespaces resource, served from cache.
-func Namespaces(cache *store.Cache) *resource.Resource {
+// Terminations remembers the namespaces this server marked Terminating a
+// moment ago, so that the NamespaceLifecycle check of a create does not
+// trust a cache that has not yet seen the deletion (Kubernetes'
+// NamespaceLifecycle admission does the same, for 30 seconds).
+type Terminations struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// terminationTTL is how long a deletion makes creates read the namespace
+// from storage.
+const terminationTTL = 30 * time.Second
+
+func (t *Terminations) add(name string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	if t.at == nil {
+		t.at = map[string]time.Time{}
+	}
+	for n, at := range t.at {
+		if now.Sub(at) > terminationTTL {
+			delete(t.at, n)
+		}
+	}
+	t.at[name] = now
+}
+
+func (t *Terminations) recent(name string) bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.at[name]
+	return ok && time.Since(at) <= terminationTTL
+}
+
+// Namespaces is the namespaces resource, served from cache; the
+// deletions it marks are remembered in terms.
+func Namespaces(cache *store.Cache, terms *Terminations) *resource.Resource {
 	return &resource.Resource{
 		Group:                    "",
 		Plural:                   "namespaces",
@@ -42,7 +86,7 @@ func Namespaces(cache *store.Cache) *resource.Resource {
 		StorageVersion:           "v1",
 		KeyPrefix:                NamespacePrefix,
 		Cache:                    cache,
-		Strategy:                 namespaceStrategy{},
+		Strategy:                 namespaceStrategy{terms: terms},
 		Converter:                conversion.None{},
 		Table:                    namespaceTable{},
 		FieldManagers:            resource.BuiltinFieldManagers("", "Namespace", true),
@@ -55,7 +99,7 @@ func Namespaces(cache *store.Cache) *resource.Resource {
 }
 
 // namespaceStrategy holds Kubernetes' rules for Namespace objects.
-type namespaceStrategy struct{}
+type namespaceStrategy struct{ terms *Terminations }
 
 func toNamespace(obj *resource.Object) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
@@ -161,7 +205,7 @@ func (namespaceStrategy) ValidateStatusUpdate(_ context.Context, obj, _ *resourc
 
 // BeforeDelete marks a namespace Terminating; the namespace controller
 // empties it and then removes it.
-func (namespaceStrategy) BeforeDelete(_ context.Context, obj *resource.Object) (bool, error) {
+func (s namespaceStrategy) BeforeDelete(_ context.Context, obj *resource.Object) (bool, error) {
 	if slices.Contains(undeletedNamespaces, obj.Meta.Name) {
 		return false, apierrors.NewForbidden(corev1.Resource("namespaces"), obj.Meta.Name, errors.New("this namespace may not be deleted"))
 	}
@@ -178,6 +222,7 @@ func (namespaceStrategy) BeforeDelete(_ context.Context, obj *resource.Object) (
 		if err := resource.FromTyped(ns, obj); err != nil {
 			return false, apierrors.NewInternalError(err)
 		}
+		s.terms.add(ns.Name)
 		return true, nil
 	}
 	return len(ns.Spec.Finalizers) > 0, nil
@@ -214,8 +259,10 @@ func (namespaceTable) ConvertToTable(_ context.Context, _ string, objs []*unstru
 type NamespaceLifecycle struct {
 	// Namespaces is the namespaces resource (its cache is read).
 	Namespaces *resource.Resource
-	// Store is read when the cache lags a namespace created a moment ago.
-	Store store.Interface
+	// Store is read when the cache lags: a namespace created a moment
+	// ago, or one this server marked Terminating (Terminations).
+	Store        store.Interface
+	Terminations *Terminations
 }
 
 // CheckCreate implements resource.NamespaceChecker.
@@ -223,6 +270,9 @@ func (n NamespaceLifecycle) CheckCreate(ctx context.Context, gr schema.GroupReso
 	key := n.Namespaces.Key("", name)
 	it, _ := n.Namespaces.Cache.Get(key)
 	var raw []byte
+	if it != nil && n.Terminations.recent(name) {
+		it = nil // the cache may not have seen the deletion yet
+	}
 	if it != nil {
 		raw = it.Raw
 	} else {

@@ -27,7 +27,7 @@ func crdNamed(group, plural, singular, kind string, short ...string) *apiextensi
 func TestAcceptNames(t *testing.T) {
 	held := crdNamed("g.io", "foos", "foo", "Foo", "f")
 	held.Status.AcceptedNames = held.Spec.Names
-	namespaces := core.Namespaces(nil)
+	namespaces := core.Namespaces(nil, nil)
 	ix := &registry.Index{
 		CRDs:      map[string]*apiextensionsv1.CustomResourceDefinition{held.Name: held},
 		Resources: []*resource.Resource{namespaces},

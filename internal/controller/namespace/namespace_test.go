@@ -43,7 +43,7 @@ func item(t *testing.T, key string, obj map[string]any) *store.Item {
 func setup(t *testing.T, widgets ...*store.Item) (*Controller, *dynamicfake.FakeDynamicClient) {
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "doomed", "deletionTimestamp": "2026-11-24T12:00:00Z"},
 		"spec": map[string]any{"finalizers": []any{"kubernetes"}}}
-	namespaces := core.Namespaces(store.NewFixedCache(core.NamespacePrefix, 5, item(t, core.NamespacePrefix+"doomed", ns)))
+	namespaces := core.Namespaces(store.NewFixedCache(core.NamespacePrefix, 5, item(t, core.NamespacePrefix+"doomed", ns)), nil)
 	res := &resource.Resource{Group: "example.com", Plural: "widgets", Kind: "Widget", Namespaced: true,
 		Versions: []*resource.Version{{Name: "v1"}}, StorageVersion: "v1", KeyPrefix: "/registry/example.com/widgets/",
 		Cache: store.NewFixedCache("/registry/example.com/widgets/", 5, widgets...), Converter: conversion.None{}}
