@@ -154,7 +154,7 @@ func (c *call) createObject(obj *Object, dry bool) ([]byte, error) {
 				return data, nil
 			}
 		} else {
-			rev, err = c.h.Store.Create(c.ctx, key, data)
+			rev, err = c.h.Store.Create(c.ctx, key, data, c.res.TTL)
 		}
 		if errors.Is(err, store.ErrExists) && generate && attempt < generateNameAttempts {
 			obj.Meta.Name = generateName(obj.Meta.GenerateName)

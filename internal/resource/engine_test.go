@@ -71,7 +71,7 @@ func (m *memStore) List(_ context.Context, start, end string, _, limit int64) (*
 	return out, nil
 }
 
-func (m *memStore) Create(_ context.Context, key string, value []byte) (int64, error) {
+func (m *memStore) Create(_ context.Context, key string, value []byte, _ time.Duration) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.kvs[key] != nil {
@@ -95,7 +95,7 @@ func (m *memStore) guard(key string, expected int64) (*store.KV, error) {
 	return kv, nil
 }
 
-func (m *memStore) Update(_ context.Context, key string, value []byte, expected int64) (int64, *store.KV, error) {
+func (m *memStore) Update(_ context.Context, key string, value []byte, expected int64, _ time.Duration) (int64, *store.KV, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	kv, err := m.guard(key, expected)

@@ -179,7 +179,12 @@ func (c *call) fail(err error) { request.WriteError(c.w, c.r, err) }
 
 func (c *call) apiVersion() string { return c.res.APIVersion(c.ver.Name) }
 
-func (c *call) storageAPIVersion() string { return c.res.APIVersion(c.res.StorageVersion) }
+func (c *call) storageAPIVersion() string {
+	if c.res.StorageAPIVersion != "" {
+		return c.res.StorageAPIVersion
+	}
+	return c.res.APIVersion(c.res.StorageVersion)
+}
 
 // Errors named for this resource, worded as Kubernetes words them.
 

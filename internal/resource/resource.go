@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -30,6 +31,13 @@ type Resource struct {
 	Versions []*Version
 	// StorageVersion is the version objects are written in.
 	StorageVersion string
+	// StorageAPIVersion, when set, is the apiVersion objects are stored
+	// in when it is not StorageVersion of the resource's own group: the
+	// events.k8s.io API stores core v1 Events.
+	StorageAPIVersion string
+	// TTL, when set, is how long an object lives after its last write
+	// (Kubernetes' --event-ttl).
+	TTL time.Duration
 	// KeyPrefix is where the objects live in etcd, ending in "/".
 	KeyPrefix string
 	// Cache mirrors KeyPrefix.

@@ -135,7 +135,7 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 		if dry {
 			return jsonraw.SetResourceVersion(data, kv.ModRevision)
 		}
-		rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision)
+		rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision, c.res.TTL)
 		if errors.Is(err, store.ErrConflict) {
 			kv = latest
 			continue

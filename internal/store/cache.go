@@ -292,7 +292,12 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 		var ev Event
 		switch e.Type {
 		case clientv3.EventTypePut:
-			it, err := c.decode(key, e.Kv.Value, rev)
+			value, err := c.store.fromStorage(context.Background(), key, e.Kv.Value)
+			if err != nil {
+				c.log.Error("watch cache: unreadable object skipped", "key", key, "err", err)
+				continue
+			}
+			it, err := c.decode(key, value, rev)
 			if err != nil {
 				c.log.Error("watch cache: undecodable object skipped", "key", key, "err", err)
 				continue
@@ -308,7 +313,12 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 			var value []byte
 			switch {
 			case e.PrevKv != nil:
-				value = e.PrevKv.Value
+				v, err := c.store.fromStorage(context.Background(), key, e.PrevKv.Value)
+				if err != nil {
+					c.log.Error("watch cache: unreadable deleted object skipped", "key", key, "err", err)
+					continue
+				}
+				value = v
 			case prev != nil:
 				value = prev.Raw
 			default:

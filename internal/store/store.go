@@ -2,11 +2,12 @@ package store
 
 import (
 	"bytes"
-	"time"
-
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -50,11 +51,13 @@ type Interface interface {
 	// at most limit of them (0: all).
 	List(ctx context.Context, start, end string, rev, limit int64) (*ListResult, error)
 	// Create writes key only if it does not exist (else ErrExists) and
-	// returns the new revision.
-	Create(ctx context.Context, key string, value []byte) (int64, error)
+	// returns the new revision. With ttl > 0 the key goes by itself that
+	// long after the write (Kubernetes' events), or a little later.
+	Create(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error)
 	// Update writes key only if its mod revision is expected; on
 	// ErrConflict it returns the current value (ErrNotFound if gone).
-	Update(ctx context.Context, key string, value []byte, expected int64) (int64, *KV, error)
+	// ttl is as for Create, counted from this write.
+	Update(ctx context.Context, key string, value []byte, expected int64, ttl time.Duration) (int64, *KV, error)
 	// Delete removes key only if its mod revision is expected, as Update.
 	Delete(ctx context.Context, key string, expected int64) (int64, *KV, error)
 }
@@ -63,6 +66,43 @@ type Interface interface {
 type Store struct {
 	cli   *clientv3.Client
 	close func()
+	// tf, when set, transforms values on their way to etcd and back
+	// (encryption at rest).
+	tf Transformer
+	// leases are the etcd leases of keys written with a TTL, by TTL.
+	leaseMu sync.Mutex
+	leases  map[time.Duration]*lease
+}
+
+// Transformer turns a value into what etcd stores for a key, and back:
+// encryption at rest. Values it cannot read back fail the read.
+type Transformer interface {
+	ToStorage(ctx context.Context, key string, value []byte) ([]byte, error)
+	FromStorage(ctx context.Context, key string, stored []byte) ([]byte, error)
+}
+
+// SetTransformer makes the store transform every value it writes and reads
+// with t. Call it before the store is used.
+func (s *Store) SetTransformer(t Transformer) { s.tf = t }
+
+// toStorage is what etcd stores for value at key.
+func (s *Store) toStorage(ctx context.Context, key string, value []byte) ([]byte, error) {
+	if s.tf == nil {
+		return value, nil
+	}
+	return s.tf.ToStorage(ctx, key, value)
+}
+
+// fromStorage reads a stored value.
+func (s *Store) fromStorage(ctx context.Context, key string, stored []byte) ([]byte, error) {
+	if s.tf == nil {
+		return stored, nil
+	}
+	v, err := s.tf.FromStorage(ctx, key, stored)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return v, nil
 }
 
 // Close stops what Open started (nothing for a Store made by New).
@@ -77,8 +117,13 @@ var _ Interface = (*Store)(nil)
 // New returns a Store over an etcd client.
 func New(cli *clientv3.Client) *Store { return &Store{cli: cli} }
 
-func kvFrom(kv *mvccpb.KeyValue) *KV {
-	return &KV{Key: string(kv.Key), Value: kv.Value, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision}
+// kvFrom is a stored key and its value as the store's users see it.
+func (s *Store) kvFrom(ctx context.Context, kv *mvccpb.KeyValue) (*KV, error) {
+	v, err := s.fromStorage(ctx, string(kv.Key), kv.Value)
+	if err != nil {
+		return nil, err
+	}
+	return &KV{Key: string(kv.Key), Value: v, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision}, nil
 }
 
 func interpret(err error) error {
@@ -140,7 +185,11 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 	if len(resp.Kvs) == 0 {
 		return nil, resp.Header.Revision, ErrNotFound
 	}
-	return kvFrom(resp.Kvs[0]), resp.Header.Revision, nil
+	kv, err := s.kvFrom(ctx, resp.Kvs[0])
+	if err != nil {
+		return nil, 0, err
+	}
+	return kv, resp.Header.Revision, nil
 }
 
 // get is a read, tried again on another member when one does not answer.
@@ -154,14 +203,22 @@ func (s *Store) get(ctx context.Context, key string, opts ...clientv3.OpOption) 
 }
 
 // Create writes key only if it does not exist and returns the new revision.
-func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+func (s *Store) Create(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error) {
+	stored, err := s.toStorage(ctx, key, value)
+	if err != nil {
+		return 0, err
+	}
+	put, err := s.put(ctx, key, stored, ttl)
+	if err != nil {
+		return 0, err
+	}
 	tries := 0
 	var resp *clientv3.TxnResponse
-	err := s.attempts(ctx, func(ctx context.Context) (err error) {
+	err = s.attempts(ctx, func(ctx context.Context) (err error) {
 		tries++
 		resp, err = s.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, string(value))).
+			Then(put).
 			Else(clientv3.OpGet(key)).
 			Commit()
 		return err
@@ -171,7 +228,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	}
 	if !resp.Succeeded {
 		// A try that got no answer may have been the one that wrote it.
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; tries > 1 && len(kvs) > 0 && bytes.Equal(kvs[0].Value, value) {
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; tries > 1 && len(kvs) > 0 && bytes.Equal(kvs[0].Value, stored) {
 			return kvs[0].ModRevision, nil
 		}
 		return 0, ErrExists
@@ -179,25 +236,45 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	return resp.Header.Revision, nil
 }
 
+// put is the put of a stored value, on a lease when it has a TTL.
+func (s *Store) put(ctx context.Context, key string, stored []byte, ttl time.Duration) (clientv3.Op, error) {
+	if ttl <= 0 {
+		return clientv3.OpPut(key, string(stored)), nil
+	}
+	id, err := s.lease(ctx, ttl)
+	if err != nil {
+		return clientv3.Op{}, err
+	}
+	return clientv3.OpPut(key, string(stored), clientv3.WithLease(id)), nil
+}
+
 // Update writes key only if its mod revision is expected. On ErrConflict it
 // returns the current value (nil if the key is gone, with ErrNotFound).
-func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, *KV, error) {
-	return s.guarded(ctx, key, expected, clientv3.OpPut(key, string(value)), func(cur *KV) bool {
-		return cur != nil && cur.ModRevision > expected && bytes.Equal(cur.Value, value)
+func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64, ttl time.Duration) (int64, *KV, error) {
+	stored, err := s.toStorage(ctx, key, value)
+	if err != nil {
+		return 0, nil, err
+	}
+	put, err := s.put(ctx, key, stored, ttl)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.guarded(ctx, key, expected, put, func(cur *mvccpb.KeyValue) bool {
+		return cur != nil && cur.ModRevision > expected && bytes.Equal(cur.Value, stored)
 	})
 }
 
 // Delete removes key only if its mod revision is expected. It returns the
 // revision of the deletion; on ErrConflict the current value.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, *KV, error) {
-	return s.guarded(ctx, key, expected, clientv3.OpDelete(key), func(cur *KV) bool { return cur == nil })
+	return s.guarded(ctx, key, expected, clientv3.OpDelete(key), func(cur *mvccpb.KeyValue) bool { return cur == nil })
 }
 
 // guarded runs op on key in a transaction that succeeds only if the key's
 // mod revision is expected. When a try got no answer and a later one finds
 // the guard failed, done says from the key's state whether the unanswered
 // try is what changed it.
-func (s *Store) guarded(ctx context.Context, key string, expected int64, op clientv3.Op, done func(cur *KV) bool) (int64, *KV, error) {
+func (s *Store) guarded(ctx context.Context, key string, expected int64, op clientv3.Op, done func(cur *mvccpb.KeyValue) bool) (int64, *KV, error) {
 	tries := 0
 	var resp *clientv3.TxnResponse
 	err := s.attempts(ctx, func(ctx context.Context) (err error) {
@@ -213,19 +290,23 @@ func (s *Store) guarded(ctx context.Context, key string, expected int64, op clie
 		return 0, nil, interpret(err)
 	}
 	if !resp.Succeeded {
-		var cur *KV
+		var raw *mvccpb.KeyValue
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-			cur = kvFrom(kvs[0])
+			raw = kvs[0]
 		}
-		if tries > 1 && done(cur) {
+		if tries > 1 && done(raw) {
 			rev := resp.Header.Revision
-			if cur != nil {
-				rev = cur.ModRevision
+			if raw != nil {
+				rev = raw.ModRevision
 			}
 			return rev, nil, nil
 		}
-		if cur == nil {
+		if raw == nil {
 			return 0, nil, ErrNotFound
+		}
+		cur, err := s.kvFrom(ctx, raw)
+		if err != nil {
+			return 0, nil, err
 		}
 		return 0, cur, ErrConflict
 	}
@@ -302,7 +383,9 @@ func (s *Store) List(ctx context.Context, start, end string, rev, limit int64) (
 	}
 	out := &ListResult{Revision: resp.Header.Revision, More: resp.More, KVs: make([]*KV, len(resp.Kvs))}
 	for i, kv := range resp.Kvs {
-		out.KVs[i] = kvFrom(kv)
+		if out.KVs[i], err = s.kvFrom(ctx, kv); err != nil {
+			return nil, err
+		}
 	}
 	out.Remaining = resp.Count - int64(len(resp.Kvs))
 	if rev > 0 {

@@ -49,21 +49,21 @@ func obj(ns, name, color string) []byte {
 func TestCRUD(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
-	rev, err := s.Create(ctx, "/r/a", []byte(`{"a":1}`))
+	rev, err := s.Create(ctx, "/r/a", []byte(`{"a":1}`), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, "/r/a", []byte(`{}`)); !errors.Is(err, ErrExists) {
+	if _, err := s.Create(ctx, "/r/a", []byte(`{}`), 0); !errors.Is(err, ErrExists) {
 		t.Fatalf("second create: %v", err)
 	}
 	kv, _, err := s.Get(ctx, "/r/a", 0)
 	if err != nil || kv.ModRevision != rev || string(kv.Value) != `{"a":1}` {
 		t.Fatalf("get: %v %+v", err, kv)
 	}
-	if _, cur, err := s.Update(ctx, "/r/a", []byte(`{"a":2}`), rev-1); !errors.Is(err, ErrConflict) || cur.ModRevision != rev {
+	if _, cur, err := s.Update(ctx, "/r/a", []byte(`{"a":2}`), rev-1, 0); !errors.Is(err, ErrConflict) || cur.ModRevision != rev {
 		t.Fatalf("stale update: %v %+v", err, cur)
 	}
-	rev2, _, err := s.Update(ctx, "/r/a", []byte(`{"a":2}`), rev)
+	rev2, _, err := s.Update(ctx, "/r/a", []byte(`{"a":2}`), rev, 0)
 	if err != nil || rev2 <= rev {
 		t.Fatalf("update: %v %d", err, rev2)
 	}
@@ -90,7 +90,7 @@ func TestCRUD(t *testing.T) {
 	if _, _, err := s.Get(ctx, "/r/a", 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get deleted: %v", err)
 	}
-	if _, _, err := s.Update(ctx, "/r/a", []byte(`{}`), rev2); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.Update(ctx, "/r/a", []byte(`{}`), rev2, 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("update deleted: %v", err)
 	}
 }
@@ -99,7 +99,7 @@ func TestListPages(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
-		if _, err := s.Create(ctx, fmt.Sprintf("/r/k%d", i), []byte(`{}`)); err != nil {
+		if _, err := s.Create(ctx, fmt.Sprintf("/r/k%d", i), []byte(`{}`), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,7 +107,7 @@ func TestListPages(t *testing.T) {
 	if err != nil || len(page.KVs) != 2 || !page.More || page.Remaining != 3 {
 		t.Fatalf("page 1: %v %+v", err, page)
 	}
-	if _, err := s.Create(ctx, "/r/k9", []byte(`{}`)); err != nil {
+	if _, err := s.Create(ctx, "/r/k9", []byte(`{}`), 0); err != nil {
 		t.Fatal(err)
 	}
 	// The next page at the first page's revision does not see k9.
@@ -120,7 +120,7 @@ func TestListPages(t *testing.T) {
 func TestCacheListAndWatch(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
-	if _, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red")); err != nil {
+	if _, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red"), 0); err != nil {
 		t.Fatal(err)
 	}
 	c := NewCache(s, "/c/", decodeTest, CacheOptions{History: 4, BookmarkInterval: 50 * time.Millisecond}, slog.Default())
@@ -128,7 +128,7 @@ func TestCacheListAndWatch(t *testing.T) {
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rev, err := s.Create(ctx, "/c/ns2/b", obj("ns2", "b", "red"))
+	rev, err := s.Create(ctx, "/c/ns2/b", obj("ns2", "b", "red"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestCacheListAndWatch(t *testing.T) {
 	}
 	defer w.Stop()
 	kv, _, _ := s.Get(ctx, "/c/ns1/a", 0)
-	if _, _, err := s.Update(ctx, "/c/ns1/a", obj("ns1", "a", "blue"), kv.ModRevision); err != nil {
+	if _, _, err := s.Update(ctx, "/c/ns1/a", obj("ns1", "a", "blue"), kv.ModRevision, 0); err != nil {
 		t.Fatal(err)
 	}
 	got := next(t, w)
@@ -167,7 +167,7 @@ func TestCacheListAndWatch(t *testing.T) {
 		t.Fatalf("DELETED carries the event's revision, got %d", got.Item.Rev)
 	}
 	kv, _, _ = s.Get(ctx, "/c/ns1/a", 0)
-	if _, _, err := s.Update(ctx, "/c/ns1/a", obj("ns1", "a", "red"), kv.ModRevision); err != nil {
+	if _, _, err := s.Update(ctx, "/c/ns1/a", obj("ns1", "a", "red"), kv.ModRevision, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := next(t, w); got.Type != Added {
@@ -192,7 +192,7 @@ func TestCacheListAndWatch(t *testing.T) {
 	}
 	rw.Stop()
 	for i := 0; i < 5; i++ {
-		if _, err := s.Create(ctx, fmt.Sprintf("/c/ns3/x%d", i), obj("ns3", fmt.Sprint(i), "green")); err != nil {
+		if _, err := s.Create(ctx, fmt.Sprintf("/c/ns3/x%d", i), obj("ns3", fmt.Sprint(i), "green"), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -223,7 +223,7 @@ func TestWaitFreshWithoutEvents(t *testing.T) {
 	// Writes elsewhere move the revision without events under /quiet/: a
 	// progress notification brings the cache up to date.
 	for i := 0; i < 3; i++ {
-		if _, err := s.Create(ctx, fmt.Sprintf("/loud/%d", i), []byte(`{}`)); err != nil {
+		if _, err := s.Create(ctx, fmt.Sprintf("/loud/%d", i), []byte(`{}`), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -259,7 +259,7 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		if _, err := s.Create(ctx, fmt.Sprintf("/s/ns/%d", i), obj("ns", fmt.Sprint(i), "x")); err != nil {
+		if _, err := s.Create(ctx, fmt.Sprintf("/s/ns/%d", i), obj("ns", fmt.Sprint(i), "x"), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -277,7 +277,7 @@ func TestEmbeddedRestartKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(e.Client).Create(ctx, "/k", []byte("v")); err != nil {
+	if _, err := New(e.Client).Create(ctx, "/k", []byte("v"), 0); err != nil {
 		t.Fatal(err)
 	}
 	e.Close()
