@@ -141,6 +141,37 @@ type Config struct {
 	// RequestTimeout ends requests other than watches with 504 (default
 	// 60 seconds; negative: none).
 	RequestTimeout time.Duration
+
+	// EventTTL is how long an Event lives after its last write (default
+	// one hour), as kube-apiserver's --event-ttl.
+	EventTTL time.Duration
+	// EncryptionProviderConfig is a Kubernetes EncryptionConfiguration file
+	// (apiserver.config.k8s.io/v1): the resources it names, Secrets
+	// usually, are encrypted in etcd with its providers.
+	EncryptionProviderConfig string
+	// ServiceAccounts configures ServiceAccount tokens.
+	ServiceAccounts ServiceAccountOptions
+}
+
+// ServiceAccountOptions configure the tokens of ServiceAccounts
+// (TokenRequest, `kubectl create token`). Zero values take the defaults.
+type ServiceAccountOptions struct {
+	// SigningKeyFile is the PEM private key (RSA or ECDSA) tokens are
+	// signed with; default one crdserver makes in DataDir/pki/sa.key.
+	// Replicas must share it.
+	SigningKeyFile string
+	// KeyFiles hold more public keys that verify tokens (keys being
+	// rotated out).
+	KeyFiles []string
+	// Issuers are the accepted token issuers; the first is the one new
+	// tokens name (default https://kubernetes.default.svc.cluster.local).
+	Issuers []string
+	// APIAudiences are the audiences tokens must name to authenticate to
+	// this server (default: the first issuer).
+	APIAudiences []string
+	// MaxTokenExpiration shortens token requests that ask for more (0:
+	// none).
+	MaxTokenExpiration time.Duration
 }
 
 // LeaderElectionOptions tune how replicas elect the one that runs the
@@ -188,6 +219,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.EventTTL <= 0 {
+		cfg.EventTTL = time.Hour
 	}
 	if cfg.Insecure && !isLoopback(cfg.BindAddress) {
 		return cfg, fmt.Errorf("plain HTTP is only served on a loopback address, not %s", cfg.BindAddress)

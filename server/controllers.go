@@ -16,6 +16,7 @@ import (
 	"github.com/crdserver/crdserver/internal/controller/crdnames"
 	"github.com/crdserver/crdserver/internal/controller/garbagecollector"
 	"github.com/crdserver/crdserver/internal/controller/namespace"
+	"github.com/crdserver/crdserver/internal/controller/serviceaccounts"
 	"github.com/crdserver/crdserver/internal/controller/storagemigration"
 	"github.com/crdserver/crdserver/internal/resource"
 )
@@ -62,6 +63,7 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 			crdcleanup.New(s.registry, crds, dyn, s.log),
 			namespace.New(s.registry, s.builtin.Namespaces, dyn, s.log),
 			garbagecollector.New(s.registry, dyn, s.log),
+			serviceaccounts.New(s.builtin.Namespaces, s.builtin.ServiceAccounts, dyn, s.log),
 			storagemigration.New(s.registry, s.builtin.Migrations, crds, dyn, s.log),
 			clusterroles.NewAggregator(s.builtin.ClusterRoles.Cache, dyn, s.log),
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/crdserver/crdserver/internal/openapi"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/serviceaccount"
 )
 
 // buildHandler assembles the filter chain around the router. Filters run
@@ -49,6 +50,11 @@ func (s *Server) router(metrics *filters.Metrics) http.Handler {
 		Stopping:          s.stopping,
 	}
 	livez, readyz, healthz := s.healthEndpoints()
+	oidcConfig, jwks, err := s.tokens.Discovery(s.url + serviceaccount.JWKSPath)
+	if err != nil {
+		// The keys were checked when they were loaded.
+		panic(err)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := request.InfoFrom(r.Context())
 		if info.IsResourceRequest {
@@ -67,6 +73,10 @@ func (s *Server) router(metrics *filters.Metrics) http.Handler {
 			readyz.ServeHTTP(w, r)
 		case p == "/healthz" || strings.HasPrefix(p, "/healthz/"):
 			healthz.ServeHTTP(w, r)
+		case p == serviceaccount.OpenIDConfigPath || p == serviceaccount.OpenIDConfigPath+"/":
+			oidcConfig.ServeHTTP(w, r)
+		case p == serviceaccount.JWKSPath || p == serviceaccount.JWKSPath+"/":
+			jwks.ServeHTTP(w, r)
 		case p == "/openapi/v2" || p == "/openapi/v3" || strings.HasPrefix(p, "/openapi/v3/"):
 			oapi.ServeHTTP(w, r)
 		case strings.HasPrefix(p, "/api"):

@@ -13,13 +13,17 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+
 	"github.com/crdserver/crdserver/internal/apis"
 	"github.com/crdserver/crdserver/internal/audit"
 	"github.com/crdserver/crdserver/internal/auth"
 	"github.com/crdserver/crdserver/internal/auth/rbac"
+	"github.com/crdserver/crdserver/internal/encryption"
 	"github.com/crdserver/crdserver/internal/loopback"
 	"github.com/crdserver/crdserver/internal/registry"
 	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/serviceaccount"
 	"github.com/crdserver/crdserver/internal/store"
 )
 
@@ -35,6 +39,7 @@ type Server struct {
 	controllers *controllers
 	audit       *audit.Log
 	authn       *auth.Authenticator
+	tokens      *serviceaccount.Tokens
 	tls         *tlsSetup
 
 	handler  http.Handler
@@ -87,11 +92,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("audit log: %w", err)
 		}
 	}
+	if cfg.EncryptionProviderConfig != "" {
+		tf, err := encryption.Load(runCtx, cfg.EncryptionProviderConfig, apis.KeyResource)
+		if err != nil {
+			return nil, err
+		}
+		s.store.SetTransformer(tf)
+	}
 	newCache := func(prefix string) *store.Cache {
 		return store.NewCache(s.store, prefix, resource.DecodeItem, cfg.Cache.internal(), s.log)
 	}
+	if s.tokens, err = newTokens(cfg); err != nil {
+		return nil, err
+	}
 	s.policy = rbac.NewStore()
-	s.builtin = apis.New(newCache, s.policy)
+	s.builtin = apis.New(newCache, s.policy, apis.Options{Store: s.store, EventTTL: cfg.EventTTL, Tokens: s.tokens})
+	s.tokens.SetObjects(s.builtin.TokenObjects(s.store))
 	s.registry = registry.New(registry.Options{
 		Storage:    s.store,
 		NewCache:   newCache,
@@ -102,7 +118,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	s.policy.Follow(runCtx, rbacCaches(s.builtin.RBAC), s.log)
 
-	authnOpts := auth.Options{Insecure: cfg.Insecure, TokenFile: cfg.TokenAuthFile, Anonymous: !cfg.DisableAnonymous}
+	authnOpts := auth.Options{Insecure: cfg.Insecure, TokenFile: cfg.TokenAuthFile, Anonymous: !cfg.DisableAnonymous,
+		Tokens: []authenticator.Token{s.tokens}}
 	if !cfg.Insecure {
 		if s.tls, err = setupTLS(cfg); err != nil {
 			return nil, err
@@ -118,6 +135,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.listener = ln
+	s.url = "http://" + ln.Addr().String()
+	if s.tls != nil {
+		s.url = "https://" + ln.Addr().String()
+	}
 	s.handler = s.buildHandler()
 	s.http = &http.Server{
 		Handler:           s.handler,
@@ -127,11 +148,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	if s.tls != nil {
-		s.url = "https://" + ln.Addr().String()
 		s.http.TLSConfig = s.tls.serverConfig()
 		go func() { s.serveErr <- s.http.ServeTLS(ln, "", "") }()
 	} else {
-		s.url = "http://" + ln.Addr().String()
 		go func() { s.serveErr <- s.http.Serve(ln) }()
 	}
 
@@ -151,6 +170,25 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// newTokens loads the ServiceAccount signing key (made in the data dir
+// when none is given) and the keys that verify tokens.
+func newTokens(cfg Config) (*serviceaccount.Tokens, error) {
+	o := cfg.ServiceAccounts
+	signer, err := serviceaccount.LoadOrMakeSigningKey(o.SigningKeyFile, filepath.Join(cfg.DataDir, "pki"))
+	if err != nil {
+		return nil, err
+	}
+	opts := serviceaccount.Options{Issuers: o.Issuers, Audiences: o.APIAudiences, Signer: signer, MaxExpiration: o.MaxTokenExpiration}
+	for _, f := range o.KeyFiles {
+		keys, err := serviceaccount.LoadPublicKeys(f)
+		if err != nil {
+			return nil, err
+		}
+		opts.PublicKeys = append(opts.PublicKeys, keys...)
+	}
+	return serviceaccount.New(opts)
 }
 
 // rbacCaches are the caches of the RBAC resources by kind.

@@ -75,7 +75,17 @@ func run(args []string) error {
 		renewDead    = fs.Duration("leader-elect-renew-deadline", 7*time.Second, "how long the leader tries to renew its lease before it stops leading")
 		retryPeriod  = fs.Duration("leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the controller lease")
 		reqTimeout   = fs.Duration("request-timeout", 60*time.Second, "time after which a request other than a watch is ended with 504 (0: none)")
+		eventTTL     = fs.Duration("event-ttl", time.Hour, "how long an Event is kept after its last write")
+		encryption   = fs.String("encryption-provider-config", "", "Kubernetes EncryptionConfiguration file: the resources it names (Secrets, usually) are encrypted in etcd")
+		saSigningKey = fs.String("service-account-signing-key-file", "", "private key (PEM, RSA or ECDSA) ServiceAccount tokens are signed with; default one crdserver makes in <data-dir>/pki/sa.key (give every replica the same one)")
+		saMaxExpiry  = fs.Duration("service-account-max-token-expiration", 0, "longest a requested ServiceAccount token may live (0: no bound)")
+		saKeyFiles   = listFlag{}
+		saIssuers    = listFlag{}
+		apiAuds      = listFlag{}
 	)
+	fs.Var(&saKeyFiles, "service-account-key-file", "more public keys (PEM) that verify ServiceAccount tokens (repeatable)")
+	fs.Var(&saIssuers, "service-account-issuer", "issuer of ServiceAccount tokens; the first is written into new tokens, all are accepted (repeatable; default https://kubernetes.default.svc.cluster.local)")
+	fs.Var(&apiAuds, "api-audiences", "audiences a ServiceAccount token must name to authenticate here (comma-separated; default the first issuer)")
 	fs.Var(&tlsSANs, "tls-san", "another name or address for the serving certificate (repeatable, or comma-separated)")
 	fs.Var(services, "webhook-service-address", "where a conversion webhook service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -121,6 +131,15 @@ func run(args []string) error {
 		MaxMutatingRequestsInFlight: orNoLimit(*maxMutating),
 		RequestTimeout:              *reqTimeout,
 		LeaderElection:              server.LeaderElectionOptions{LeaseDuration: *leaseDur, RenewDeadline: *renewDead, RetryPeriod: *retryPeriod},
+		EventTTL:                    *eventTTL,
+		EncryptionProviderConfig:    *encryption,
+		ServiceAccounts: server.ServiceAccountOptions{
+			SigningKeyFile:     *saSigningKey,
+			KeyFiles:           saKeyFiles,
+			Issuers:            saIssuers,
+			APIAudiences:       apiAuds,
+			MaxTokenExpiration: *saMaxExpiry,
+		},
 	}
 	if *reqTimeout == 0 {
 		cfg.RequestTimeout = -1

@@ -1,20 +1,25 @@
 // Package apis registers every built-in API crdserver serves, in one
-// place. Each group lives in its own package (core, rbac, authorization,
-// coordination, apiextensions, storagemigration) with its strategy, table
-// and validation; the engine (package resource) knows none of them by name.
+// place. Each group lives in its own package (core, events, rbac,
+// authorization, coordination, apiextensions, storagemigration) with its
+// strategy, table and validation; the engine (package resource) knows none
+// of them by name.
 package apis
 
 import (
+	"strings"
 	"sync"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	svmv1 "k8s.io/api/storagemigration/v1"
 	svmv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	rbacpolicy "github.com/crdserver/crdserver/internal/auth/rbac"
 
@@ -22,9 +27,11 @@ import (
 	"github.com/crdserver/crdserver/internal/apis/authorization"
 	"github.com/crdserver/crdserver/internal/apis/coordination"
 	"github.com/crdserver/crdserver/internal/apis/core"
+	"github.com/crdserver/crdserver/internal/apis/events"
 	"github.com/crdserver/crdserver/internal/apis/rbac"
 	"github.com/crdserver/crdserver/internal/apis/storagemigration"
 	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/serviceaccount"
 	"github.com/crdserver/crdserver/internal/store"
 )
 
@@ -33,7 +40,8 @@ var protobufOnce sync.Once
 // Builtin is every built-in resource of one server.
 type Builtin struct {
 	// The resources others look up by what they are.
-	Namespaces, Leases, CRDs, Migrations *resource.Resource
+	Namespaces, Leases, CRDs, Migrations                   *resource.Resource
+	ConfigMaps, Secrets, ServiceAccounts, Events, EventsV1 *resource.Resource
 	// NamespaceTerminations are the namespaces this server marked
 	// Terminating a moment ago (for the NamespaceLifecycle check).
 	NamespaceTerminations *core.Terminations
@@ -42,17 +50,29 @@ type Builtin struct {
 	RBAC         []*resource.Resource
 	ClusterRoles *resource.Resource
 	// All is every built-in resource, in the order of kube-apiserver's
-	// discovery (its group priorities): core, authentication, authorization, rbac,
-	// apiextensions, coordination, storagemigration.
+	// discovery (its group priorities): core, events, authentication,
+	// authorization, rbac, apiextensions, coordination, storagemigration.
 	All []*resource.Resource
+}
+
+// Options are what some built-in APIs need besides their caches.
+type Options struct {
+	// Store is read where a cache may lag (NamespaceLifecycle, the
+	// objects a token names).
+	Store store.Interface
+	// EventTTL is how long an Event lives after its last write.
+	EventTTL time.Duration
+	// Tokens issues ServiceAccount tokens (nil: serviceaccounts/token is
+	// not served).
+	Tokens *serviceaccount.Tokens
 }
 
 // New builds the built-in resources, each served from the watch cache
 // newCache makes for its key prefix; RBAC writes are checked for escalation
 // against policy.
-func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store) *Builtin {
+func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o Options) *Builtin {
 	protobufOnce.Do(func() {
-		if err := resource.AddProtobufTypes(corev1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme,
+		if err := resource.AddProtobufTypes(corev1.AddToScheme, eventsv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme,
 			rbacv1.AddToScheme, coordinationv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme); err != nil {
 			panic(err)
 		}
@@ -61,15 +81,89 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store) *B
 	b := &Builtin{
 		NamespaceTerminations: terms,
 		Namespaces:            core.Namespaces(newCache(core.NamespacePrefix), terms),
+		ConfigMaps:            core.ConfigMaps(newCache(core.ConfigMapPrefix)),
+		Secrets:               core.Secrets(newCache(core.SecretPrefix)),
+		Events:                core.Events(newCache(core.EventPrefix), o.EventTTL),
 		Leases:                coordination.Leases(newCache(coordination.LeasePrefix)),
 		CRDs:                  apiextensions.CRDs(newCache(apiextensions.CRDPrefix)),
 		Migrations:            storagemigration.Migrations(newCache(storagemigration.Prefix)),
 		RBAC:                  rbac.Resources(newCache, policy),
 	}
+	var tokens *core.TokenRequests
+	saCache := newCache(core.ServiceAccountPrefix)
+	if o.Tokens != nil {
+		tokens = &core.TokenRequests{Tokens: o.Tokens}
+	}
+	b.ServiceAccounts = core.ServiceAccounts(saCache, tokens)
+	if tokens != nil {
+		tokens.Objects = b.TokenObjects(o.Store)
+	}
+	b.EventsV1 = events.Events(b.Events)
 	b.ClusterRoles = b.RBAC[0]
-	b.All = append(b.All, b.Namespaces)
+	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events, b.EventsV1)
 	b.All = append(b.All, authorization.Reviews(policy)...)
 	b.All = append(b.All, b.RBAC...)
 	b.All = append(b.All, b.CRDs, b.Leases, b.Migrations)
 	return b
+}
+
+// TokenObjects finds the objects ServiceAccount tokens name.
+func (b *Builtin) TokenObjects(st store.Interface) serviceaccount.Getter {
+	return core.ObjectGetter{ServiceAccounts: b.ServiceAccounts, Secrets: b.Secrets, Store: st}
+}
+
+// Caches are the watch caches of the built-in resources (each once).
+func (b *Builtin) Caches() []*store.Cache {
+	var out []*store.Cache
+	seen := map[*store.Cache]bool{}
+	for _, r := range b.All {
+		if r.Cache != nil && !seen[r.Cache] {
+			seen[r.Cache] = true
+			out = append(out, r.Cache)
+		}
+	}
+	return out
+}
+
+// keyResources are the etcd key prefixes of the built-in resources that
+// are stored, and the resource each holds (both Event APIs store core
+// Events).
+var keyResources = map[string]schema.GroupResource{
+	core.NamespacePrefix:          {Resource: "namespaces"},
+	core.ConfigMapPrefix:          {Resource: "configmaps"},
+	core.SecretPrefix:             {Resource: "secrets"},
+	core.ServiceAccountPrefix:     {Resource: "serviceaccounts"},
+	core.EventPrefix:              {Resource: "events"},
+	coordination.LeasePrefix:      {Group: coordinationv1.GroupName, Resource: "leases"},
+	apiextensions.CRDPrefix:       {Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"},
+	storagemigration.Prefix:       {Group: svmv1.GroupName, Resource: "storageversionmigrations"},
+	rbac.ClusterRolePrefix:        {Group: rbacv1.GroupName, Resource: "clusterroles"},
+	rbac.RolePrefix:               {Group: rbacv1.GroupName, Resource: "roles"},
+	rbac.ClusterRoleBindingPrefix: {Group: rbacv1.GroupName, Resource: "clusterrolebindings"},
+	rbac.RoleBindingPrefix:        {Group: rbacv1.GroupName, Resource: "rolebindings"},
+}
+
+// KeyResource says which resource an etcd key holds: a built-in one, or a
+// custom resource (/registry/<group>/<resource>/…, the group with a dot).
+// Keys of no resource (crdserver's bookkeeping) say false.
+func KeyResource(key string) (schema.GroupResource, bool) {
+	rest, ok := strings.CutPrefix(key, "/registry/")
+	if !ok {
+		return schema.GroupResource{}, false
+	}
+	first, after, ok := strings.Cut(rest, "/")
+	if !ok {
+		return schema.GroupResource{}, false
+	}
+	if gr, ok := keyResources["/registry/"+first+"/"]; ok {
+		return gr, true
+	}
+	if gr, ok := keyResources["/registry/"+first+"/"+strings.SplitN(after, "/", 2)[0]+"/"]; ok {
+		return gr, true
+	}
+	second, _, ok := strings.Cut(after, "/")
+	if !ok || !strings.Contains(first, ".") {
+		return schema.GroupResource{}, false
+	}
+	return schema.GroupResource{Group: first, Resource: second}, true
 }

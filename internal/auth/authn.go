@@ -24,6 +24,8 @@ type Options struct {
 	// TokenFile is a Kubernetes static token file (CSV: token, user, uid,
 	// "group1,group2"); empty turns bearer tokens off.
 	TokenFile string
+	// Tokens are more bearer token authenticators (ServiceAccount tokens).
+	Tokens []authenticator.Token
 	// Anonymous lets requests without credentials in as system:anonymous
 	// (group system:unauthenticated).
 	Anonymous bool
@@ -55,6 +57,9 @@ func NewAuthenticator(o Options) (*Authenticator, error) {
 			return nil, fmt.Errorf("token auth file: %w", err)
 		}
 		chain = append(chain, bearertoken.New(tokens))
+	}
+	for _, t := range o.Tokens {
+		chain = append(chain, bearertoken.New(t))
 	}
 	// Authenticated users are also in system:authenticated.
 	req := group.NewAuthenticatedGroupAdder(union.New(chain...))

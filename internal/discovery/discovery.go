@@ -257,6 +257,9 @@ func subresources(res *resource.Resource, ver string) []subresource {
 	if _, ok := res.Strategy.(resource.FinalizeStrategy); ok {
 		out = append(out, subresource{name: "finalize", verbs: []string{"update"}})
 	}
+	for _, s := range res.Subresources {
+		out = append(out, subresource{name: s.Name, verbs: s.Verbs, group: s.Group, version: s.Version, kind: s.Kind})
+	}
 	return out
 }
 

@@ -1,8 +1,10 @@
 package resource
 
 import (
+	"fmt"
 	"sort"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
@@ -75,4 +77,41 @@ func SortVersions(vs []string) {
 	sort.SliceStable(vs, func(i, j int) bool {
 		return version.CompareKubeAwareVersionStrings(vs[i], vs[j]) > 0
 	})
+}
+
+// Typed decodes an Object into a new T of k8s.io/api (lax).
+func Typed[T any](obj *Object) (*T, error) {
+	t := new(T)
+	return t, ToTyped(obj, t)
+}
+
+// EditTyped lets f change an Object through its Go type; an Object that
+// does not decode is left alone (validation reports it).
+func EditTyped[T any](obj *Object, f func(t *T)) {
+	t, err := Typed[T](obj)
+	if err != nil {
+		return
+	}
+	f(t)
+	_ = FromTyped(t, obj)
+}
+
+// NormalizeTyped is a Normalizer's work for a Go type: the body is decoded
+// through T (unknown fields dropped and returned for field validation),
+// defaulted by def (when not nil), and written back. A body that does not
+// fit T is Kubernetes' 400 "<Kind> in version "<v>" cannot be handled as a
+// <Kind>".
+func NormalizeTyped[T any](obj *Object, kind, version string, def func(*T)) ([]error, error) {
+	t := new(T)
+	strict, err := DecodeStrict(obj, t)
+	if err == nil {
+		if def != nil {
+			def(t)
+		}
+		err = FromTyped(t, obj)
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", kind, version, kind, err))
+	}
+	return strict, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -154,6 +155,17 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 		}
 		rc.update("finalize")
 	default:
+		for _, sub := range res.Subresources {
+			if sub.Name != info.Subresource {
+				continue
+			}
+			if !slices.Contains(sub.Verbs, info.Verb) {
+				rc.fail(request.MethodNotAllowed(info.Verb, res.GroupResource()))
+				return
+			}
+			sub.Serve(w, r.WithContext(ctx), info, res, ver)
+			return
+		}
 		rc.fail(request.NotFound())
 	}
 }

@@ -42,7 +42,8 @@ func (c *call) listOptions() (*metainternalversion.ListOptions, error) {
 	}
 	if opts.FieldSelector != nil {
 		for _, req := range opts.FieldSelector.Requirements() {
-			if req.Field != "metadata.name" && req.Field != "metadata.namespace" && !slices.Contains(c.ver.SelectableFields, req.Field) {
+			_, labelled := c.ver.FieldLabels[req.Field]
+			if req.Field != "metadata.name" && req.Field != "metadata.namespace" && !labelled && !slices.Contains(c.ver.SelectableFields, req.Field) {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 			}
 		}
@@ -51,7 +52,7 @@ func (c *call) listOptions() (*metainternalversion.ListOptions, error) {
 }
 
 // filter returns the item filter of label and field selectors, or nil.
-func filter(opts *metainternalversion.ListOptions) func(*store.Item) bool {
+func filter(opts *metainternalversion.ListOptions, fieldLabels map[string]FieldLabel) func(*store.Item) bool {
 	ls, fs := opts.LabelSelector, opts.FieldSelector
 	if ls != nil && ls.Empty() {
 		ls = nil
@@ -66,14 +67,17 @@ func filter(opts *metainternalversion.ListOptions) func(*store.Item) bool {
 		if ls != nil && !ls.Matches(labels.Set(it.Labels)) {
 			return false
 		}
-		if fs != nil && !fs.Matches(itemFields(it)) {
+		if fs != nil && !fs.Matches(itemFieldSet{it, fieldLabels}) {
 			return false
 		}
 		return true
 	}
 }
 
-type itemFieldSet struct{ it *store.Item }
+type itemFieldSet struct {
+	it     *store.Item
+	labels map[string]FieldLabel
+}
 
 func (f itemFieldSet) Has(field string) bool { _, ok := f.lookup(field); return ok }
 func (f itemFieldSet) Get(field string) string {
@@ -90,11 +94,14 @@ func (f itemFieldSet) lookup(field string) (string, bool) {
 	if v, ok := f.it.Fields[field]; ok {
 		return v, true
 	}
+	if read, ok := f.labels[field]; ok {
+		return read(f.it.Raw), true
+	}
 	// A selectable field of the object: read it from its JSON.
 	return jsonraw.Scalar(f.it.Raw, strings.Split(field, "."))
 }
 
-func itemFields(it *store.Item) fields.Fields { return itemFieldSet{it} }
+var _ fields.Fields = itemFieldSet{}
 
 // continueToken is the opaque token of a paginated list, in Kubernetes'
 // shape: the revision of the first page and the key to continue from,
@@ -150,7 +157,7 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 		lo = res.KeyPrefix + c.namespace + "/"
 	}
 	hi := store.PrefixEnd(lo)
-	keep := filter(opts)
+	keep := filter(opts, c.ver.FieldLabels)
 	selectors := keep != nil
 	rv, _ := ParseResourceVersion(opts.ResourceVersion)
 

@@ -71,10 +71,24 @@ type Resource struct {
 	// rule (namespaces are DNS labels, RBAC names path segments; a CRD's
 	// strategy checks its name against its spec).
 	ValidateName func(name string, prefix bool) []string
+	// Subresources are subresources a resource answers itself (a
+	// ServiceAccount's token), besides status, scale and finalize.
+	Subresources []*Subresource
 	// Custom, when set, serves every request of a resource that is not
 	// stored (the review resources of authorization.k8s.io); it has no
 	// Cache.
 	Custom func(w http.ResponseWriter, r *http.Request, info *request.Info, ver *Version)
+}
+
+// Subresource is a subresource that answers its requests itself.
+type Subresource struct {
+	Name string
+	// Verbs it answers; others are 405.
+	Verbs []string
+	// Group, Version and Kind of what it takes and returns (discovery).
+	Group, Version, Kind string
+	// Serve answers one request, for the object info names.
+	Serve func(w http.ResponseWriter, r *http.Request, info *request.Info, res *Resource, ver *Version)
 }
 
 // Version is one served version of a resource.
@@ -90,7 +104,14 @@ type Version struct {
 	// SelectableFields are the fields field selectors may name besides
 	// metadata.name and metadata.namespace (without the leading dot).
 	SelectableFields []string
+	// FieldLabels are field selector labels of a built-in type, each with
+	// how its value is read from a stored object.
+	FieldLabels map[string]FieldLabel
 }
+
+// FieldLabel reads the value a field selector label has for a stored
+// object (its JSON).
+type FieldLabel func(raw []byte) string
 
 // GroupResource names the resource.
 func (r *Resource) GroupResource() schema.GroupResource {

@@ -113,7 +113,7 @@ func (c *call) watchTimeout(opts *metainternalversion.ListOptions) time.Duration
 func (c *call) watchStart(opts *metainternalversion.ListOptions) (wo store.WatchOptions, initialEnd bool, err error) {
 	cache := c.res.Cache
 	rv, _ := ParseResourceVersion(opts.ResourceVersion)
-	wo = store.WatchOptions{Namespace: c.namespace, Filter: filter(opts), Bookmarks: opts.AllowWatchBookmarks}
+	wo = store.WatchOptions{Namespace: c.namespace, Filter: filter(opts, c.ver.FieldLabels), Bookmarks: opts.AllowWatchBookmarks}
 	// fresh waits for the cache to reach rv, or a consistent read's revision
 	// when rv is unset.
 	fresh := func(rv int64) error {

@@ -35,11 +35,19 @@ type rbacKind struct {
 	prefix                 string
 }
 
+// Where the RBAC objects live in etcd.
+const (
+	ClusterRolePrefix        = "/registry/clusterroles/"
+	RolePrefix               = "/registry/roles/"
+	ClusterRoleBindingPrefix = "/registry/clusterrolebindings/"
+	RoleBindingPrefix        = "/registry/rolebindings/"
+)
+
 var (
-	clusterRoleKind        = rbacKind{rbacpolicy.KindClusterRole, "clusterroles", "clusterrole", false, "/registry/clusterroles/"}
-	roleKind               = rbacKind{rbacpolicy.KindRole, "roles", "role", true, "/registry/roles/"}
-	clusterRoleBindingKind = rbacKind{rbacpolicy.KindClusterRoleBinding, "clusterrolebindings", "clusterrolebinding", false, "/registry/clusterrolebindings/"}
-	roleBindingKind        = rbacKind{rbacpolicy.KindRoleBinding, "rolebindings", "rolebinding", true, "/registry/rolebindings/"}
+	clusterRoleKind        = rbacKind{rbacpolicy.KindClusterRole, "clusterroles", "clusterrole", false, ClusterRolePrefix}
+	roleKind               = rbacKind{rbacpolicy.KindRole, "roles", "role", true, RolePrefix}
+	clusterRoleBindingKind = rbacKind{rbacpolicy.KindClusterRoleBinding, "clusterrolebindings", "clusterrolebinding", false, ClusterRoleBindingPrefix}
+	roleBindingKind        = rbacKind{rbacpolicy.KindRoleBinding, "rolebindings", "rolebinding", true, RoleBindingPrefix}
 	rbacKinds              = []rbacKind{clusterRoleKind, roleKind, clusterRoleBindingKind, roleBindingKind}
 )
 

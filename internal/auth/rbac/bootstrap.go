@@ -4,6 +4,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/component-helpers/auth/rbac/validation"
 )
@@ -17,7 +18,12 @@ const (
 	AggregateToView      = "rbac.authorization.k8s.io/aggregate-to-view"
 )
 
-var readWrite = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+// Verbs as Kubernetes' bootstrap policy groups them.
+var (
+	readWrite = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	read      = []string{"get", "list", "watch"}
+	write     = []string{"create", "update", "patch", "delete", "deletecollection"}
+)
 
 func defaultMeta(name string, labels map[string]string) metav1.ObjectMeta {
 	l := map[string]string{BootstrappingLabel: "rbac-defaults"}
@@ -59,13 +65,21 @@ func DefaultClusterRoles() []rbacv1.ClusterRole {
 		{
 			ObjectMeta: defaultMeta("system:aggregate-to-edit", map[string]string{AggregateToEdit: "true"}),
 			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: read},
+				{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}},
+				{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps", "secrets"}, Verbs: write},
+				{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
+				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: write},
 				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: readWrite},
 			},
 		},
 		{
 			ObjectMeta: defaultMeta("system:aggregate-to-view", map[string]string{AggregateToView: "true"}),
 			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps"}, Verbs: read},
+				{APIGroups: []string{""}, Resources: []string{"namespaces/status"}, Verbs: read},
+				{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: read},
+				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: read},
 			},
 		},
 		{
@@ -86,6 +100,13 @@ func DefaultClusterRoles() []rbacv1.ClusterRole {
 			ObjectMeta: defaultMeta("system:public-info-viewer", nil),
 			Rules: []rbacv1.PolicyRule{{
 				NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"},
+				Verbs:           []string{"get"},
+			}},
+		},
+		{
+			ObjectMeta: defaultMeta("system:service-account-issuer-discovery", nil),
+			Rules: []rbacv1.PolicyRule{{
+				NonResourceURLs: []string{"/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/"},
 				Verbs:           []string{"get"},
 			}},
 		},
@@ -118,6 +139,7 @@ func DefaultClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		binding("system:discovery", group(user.AllAuthenticated)),
 		binding("system:public-info-viewer", group(user.AllAuthenticated), group(user.AllUnauthenticated)),
 		binding("system:monitoring", group(user.MonitoringGroup)),
+		binding("system:service-account-issuer-discovery", group(serviceaccount.AllServiceAccountsGroup)),
 	}
 }
 

@@ -89,10 +89,14 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 	var failed error
 	left := 0
+	seen := map[*store.Cache]bool{}
 	for _, res := range c.reader.Index().Resources {
-		if !res.Namespaced || res.Cache == nil {
+		// Resources that share their objects (both Event APIs) are
+		// emptied once.
+		if !res.Namespaced || res.Cache == nil || seen[res.Cache] {
 			continue
 		}
+		seen[res.Cache] = true
 		n, err := controller.DeleteAll(ctx, c.dynamic, res, name)
 		left += n
 		failed = errors.Join(failed, err)
