@@ -16,6 +16,7 @@ import (
 	"github.com/crdserver/crdserver/internal/controller/crdnames"
 	"github.com/crdserver/crdserver/internal/controller/garbagecollector"
 	"github.com/crdserver/crdserver/internal/controller/namespace"
+	"github.com/crdserver/crdserver/internal/controller/rootca"
 	"github.com/crdserver/crdserver/internal/controller/serviceaccounts"
 	"github.com/crdserver/crdserver/internal/controller/storagemigration"
 	"github.com/crdserver/crdserver/internal/resource"
@@ -58,7 +59,7 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 	// What one replica does (kube-controller-manager's work): every
 	// controller, new ones each term.
 	c.leader = controller.NewLeader(s.cfg.LeaderElection.internal(), coordination, func() []controller.Controller {
-		return []controller.Controller{
+		all := []controller.Controller{
 			crdnames.New(s.registry, crds, s.log),
 			crdcleanup.New(s.registry, crds, dyn, s.log),
 			namespace.New(s.registry, s.builtin.Namespaces, dyn, s.log),
@@ -67,6 +68,11 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 			storagemigration.New(s.registry, s.builtin.Migrations, crds, dyn, s.log),
 			clusterroles.NewAggregator(s.builtin.ClusterRoles.Cache, dyn, s.log),
 		}
+		if s.tls != nil {
+			// The CA clients verify the server with (none over plain HTTP).
+			all = append(all, rootca.New(s.builtin.Namespaces, s.builtin.ConfigMaps, s.tls.caPEM, dyn, s.log))
+		}
+		return all
 	}, s.log)
 	c.running.Add(1)
 	go func() {

@@ -3,12 +3,18 @@ package resource
 import (
 	"fmt"
 	"sort"
+	"sync"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	extapplyconfiguration "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/applyconfigurations"
 	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/crdserver/crdserver/internal/conversion"
 )
@@ -51,14 +57,16 @@ func ToTyped(obj *Object, into any) error {
 }
 
 // BuiltinFieldManagers track the managedFields of a built-in kind with the
-// deduced type converter (every list atomic, every map granular). With
+// schemas Kubernetes publishes for its types (builtinTypeConverter), so
+// that lists and structs merge as on Kubernetes. With
 // statusReset, the main resource does not own status and the status
 // subresource owns nothing else, as for kinds with a status subresource.
 func BuiltinFieldManagers(group, kind string, statusReset bool) *FieldManagers {
 	return &FieldManagers{
-		Group:     group,
-		Kind:      kind,
-		Converter: conversion.None{},
+		Group:         group,
+		Kind:          kind,
+		Converter:     conversion.None{},
+		TypeConverter: builtinTypeConverter,
 		ResetFields: func(sub, _ string) []string {
 			switch {
 			case !statusReset:
@@ -114,4 +122,33 @@ func NormalizeTyped[T any](obj *Object, kind, version string, def func(*T)) ([]e
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", kind, version, kind, err))
 	}
 	return strict, nil
+}
+
+// builtinTypeConverter is the schema-aware type converter of the built-in
+// types: client-go's structured-merge-diff schemas for the k8s.io/api
+// groups, apiextensions-apiserver's for CRDs. Types are named through the
+// scheme the built-in APIs register (AddProtobufTypes).
+func builtinTypeConverter() (managedfields.TypeConverter, error) {
+	return builtinTypes(), nil
+}
+
+var builtinTypes = sync.OnceValue(func() managedfields.TypeConverter {
+	return unionTypeConverter{
+		kube:          applyconfigurations.NewTypeConverter(protoScheme),
+		apiextensions: extapplyconfiguration.NewTypeConverter(protoScheme),
+	}
+})
+
+// unionTypeConverter picks the converter of an object's group.
+type unionTypeConverter struct{ kube, apiextensions managedfields.TypeConverter }
+
+func (u unionTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	if obj.GetObjectKind().GroupVersionKind().Group == apiextensionsv1.GroupName {
+		return u.apiextensions.ObjectToTyped(obj, opts...)
+	}
+	return u.kube.ObjectToTyped(obj, opts...)
+}
+
+func (u unionTypeConverter) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
+	return u.kube.TypedToObject(v)
 }

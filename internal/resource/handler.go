@@ -212,7 +212,14 @@ func (c *call) invalid(kind, name string, errs field.ErrorList) error {
 	if kind == "" {
 		kind = c.res.Kind
 	}
-	return apierrors.NewInvalid(schema.GroupKind{Group: c.res.Group, Kind: kind}, name, errs)
+	group := c.res.Group
+	if c.res.StorageAPIVersion != "" {
+		// Kubernetes names the type it validates, which is the stored one
+		// (an events.k8s.io Event is a core Event).
+		gv, _ := schema.ParseGroupVersion(c.res.StorageAPIVersion)
+		group = gv.Group
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Group: group, Kind: kind}, name, errs)
 }
 
 // storeError turns a store error into the Status a client gets.

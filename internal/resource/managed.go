@@ -141,6 +141,24 @@ func (objectCreater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	return u, nil
 }
 
+// zeroObject is what a create replaces: nothing, or for a built-in type
+// its Go type's zero value (fields a new object leaves at their zero value
+// are then not its manager's, as on Kubernetes).
+func (c *call) zeroObject() runtime.Object {
+	gvk := schema.FromAPIVersionAndKind(c.apiVersion(), c.res.Kind)
+	if c.res.Protobuf {
+		if typed, err := protoScheme.New(gvk); err == nil {
+			if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed); err == nil {
+				out := &unstructured.Unstructured{Object: u}
+				out.SetGroupVersionKind(gvk)
+				return out
+			}
+		}
+	}
+	obj, _ := objectCreater{}.New(gvk)
+	return obj
+}
+
 // managerName is the field manager a write is recorded under: the
 // fieldManager parameter, or the client's User-Agent up to its first "/",
 // as Kubernetes does.
@@ -193,7 +211,7 @@ func (c *call) track(live, next *Object, sub string) *Object {
 	if live != nil {
 		liveObj = &unstructured.Unstructured{Object: live.ToUnstructured()}
 	} else {
-		liveObj, _ = objectCreater{}.New(schema.FromAPIVersionAndKind(c.apiVersion(), c.res.Kind))
+		liveObj = c.zeroObject()
 	}
 	out := fm.UpdateNoErrors(liveObj, &unstructured.Unstructured{Object: next.ToUnstructured()}, c.managerName())
 	u, ok := out.(*unstructured.Unstructured)

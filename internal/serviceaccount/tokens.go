@@ -129,6 +129,12 @@ type privateClaims struct {
 	Kubernetes kubernetesClaims `json:"kubernetes.io,omitempty"`
 }
 
+// audienceClaim writes "aud" as a list, always, as Kubernetes' tokens have
+// it (go-jose writes a single audience as a string).
+type audienceClaim struct {
+	Audience []string `json:"aud,omitempty"`
+}
+
 type kubernetesClaims struct {
 	Namespace string `json:"namespace,omitempty"`
 	Svcacct   Ref    `json:"serviceaccount,omitempty"`
@@ -156,14 +162,13 @@ func (t *Tokens) Issue(req Request) (string, error) {
 	public := &jwt.Claims{
 		Issuer:    t.opts.Issuers[0],
 		Subject:   apiserverserviceaccount.MakeUsername(req.Namespace, req.ServiceAccount.Name),
-		Audience:  jwt.Audience(req.Audiences),
 		IssuedAt:  jwt.NewNumericDate(now),
 		NotBefore: jwt.NewNumericDate(now),
 		Expiry:    jwt.NewNumericDate(now.Add(req.Expiration)),
 		ID:        string(uuid.NewUUID()),
 	}
 	private := &privateClaims{Kubernetes: kubernetesClaims{Namespace: req.Namespace, Svcacct: req.ServiceAccount, Secret: req.Secret}}
-	return jwt.Signed(t.signer).Claims(private).Claims(public).Serialize()
+	return jwt.Signed(t.signer).Claims(private).Claims(audienceClaim{req.Audiences}).Claims(public).Serialize()
 }
 
 var _ authenticator.Token = (*Tokens)(nil)

@@ -9,6 +9,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -79,6 +80,7 @@ func Reviews(st *rbacpolicy.Store) []*resource.Resource {
 			}
 			rv.Status.UserInfo = info
 			rv.APIVersion, rv.Kind = "authentication.k8s.io/v1", "SelfSubjectReview"
+			rv.CreationTimestamp = metav1.Now().Rfc3339Copy()
 			return rv, nil
 		}),
 		mk("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, func(_ http.ResponseWriter, r *http.Request, _ *request.Info, _ request.Target, body []byte) (any, error) {

@@ -2,12 +2,14 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	eventsv1beta1 "k8s.io/api/events/v1beta1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +47,7 @@ func Events(cache *store.Cache, ttl time.Duration) *resource.Resource {
 		Strategy:                 EventStrategy{Version: corev1.SchemeGroupVersion},
 		Converter:                conversion.None{},
 		Table:                    EventTable{},
-		FieldManagers:            resource.BuiltinFieldManagers("", "Event", false),
+		FieldManagers:            EventFieldManagers(""),
 		AllowUnconditionalUpdate: true,
 		AllowCreateOnUpdate:      true,
 		Protobuf:                 true,
@@ -340,4 +342,109 @@ func eventCells(ev *corev1.Event) []any {
 
 func runtimeFromUnstructured(u *unstructured.Unstructured, into any) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
+}
+
+// EventFieldManagers track the managedFields of Events written through the
+// API of group ("" or events.k8s.io): either API's managers are kept, each
+// in its own version, as on Kubernetes.
+func EventFieldManagers(group string) *resource.FieldManagers {
+	f := resource.BuiltinFieldManagers(group, "Event", false)
+	f.Converter = EventConverter{}
+	return f
+}
+
+// EventToCore is an events.k8s.io/v1 Event as a core v1 Event.
+func EventToCore(in *eventsv1.Event) *corev1.Event {
+	out := &corev1.Event{
+		TypeMeta:            metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
+		ObjectMeta:          in.ObjectMeta,
+		InvolvedObject:      in.Regarding,
+		Reason:              in.Reason,
+		Message:             in.Note,
+		Source:              in.DeprecatedSource,
+		FirstTimestamp:      in.DeprecatedFirstTimestamp,
+		LastTimestamp:       in.DeprecatedLastTimestamp,
+		Count:               in.DeprecatedCount,
+		Type:                in.Type,
+		EventTime:           in.EventTime,
+		Related:             in.Related,
+		Action:              in.Action,
+		ReportingController: in.ReportingController,
+		ReportingInstance:   in.ReportingInstance,
+	}
+	if in.Series != nil {
+		out.Series = &corev1.EventSeries{Count: in.Series.Count, LastObservedTime: in.Series.LastObservedTime}
+	}
+	return out
+}
+
+// EventFromCore is a core v1 Event as an events.k8s.io/v1 Event.
+func EventFromCore(in *corev1.Event) *eventsv1.Event {
+	out := &eventsv1.Event{
+		TypeMeta:                 metav1.TypeMeta{APIVersion: eventsv1.SchemeGroupVersion.String(), Kind: "Event"},
+		ObjectMeta:               in.ObjectMeta,
+		EventTime:                in.EventTime,
+		ReportingController:      in.ReportingController,
+		ReportingInstance:        in.ReportingInstance,
+		Action:                   in.Action,
+		Reason:                   in.Reason,
+		Regarding:                in.InvolvedObject,
+		Related:                  in.Related,
+		Note:                     in.Message,
+		Type:                     in.Type,
+		DeprecatedSource:         in.Source,
+		DeprecatedFirstTimestamp: in.FirstTimestamp,
+		DeprecatedLastTimestamp:  in.LastTimestamp,
+		DeprecatedCount:          in.Count,
+	}
+	if in.Series != nil {
+		out.Series = &eventsv1.EventSeries{Count: in.Series.Count, LastObservedTime: in.Series.LastObservedTime}
+	}
+	return out
+}
+
+// EventConverter converts Events between core v1 ("v1", how they are stored)
+// and events.k8s.io/v1.
+type EventConverter struct{}
+
+var _ conversion.Converter = EventConverter{}
+
+// Convert implements conversion.Converter.
+func (EventConverter) Convert(_ context.Context, objs [][]byte, to string) (conversion.Result, error) {
+	out := conversion.Result{Objects: make([][]byte, len(objs)), Changed: make([]bool, len(objs))}
+	for i, raw := range objs {
+		var tm struct {
+			APIVersion string `json:"apiVersion"`
+		}
+		if err := json.Unmarshal(raw, &tm); err != nil {
+			return conversion.Result{}, err
+		}
+		if tm.APIVersion == to {
+			out.Objects[i] = raw
+			continue
+		}
+		var conv any
+		switch {
+		case tm.APIVersion == "v1" && to == eventsv1.SchemeGroupVersion.String():
+			ev := &corev1.Event{}
+			if err := json.Unmarshal(raw, ev); err != nil {
+				return conversion.Result{}, err
+			}
+			conv = EventFromCore(ev)
+		case tm.APIVersion == eventsv1.SchemeGroupVersion.String() && to == "v1":
+			ev := &eventsv1.Event{}
+			if err := json.Unmarshal(raw, ev); err != nil {
+				return conversion.Result{}, err
+			}
+			conv = EventToCore(ev)
+		default:
+			return conversion.Result{}, fmt.Errorf("cannot convert an Event from %q to %q", tm.APIVersion, to)
+		}
+		b, err := json.Marshal(conv)
+		if err != nil {
+			return conversion.Result{}, err
+		}
+		out.Objects[i], out.Changed[i] = b, true
+	}
+	return out, nil
 }
