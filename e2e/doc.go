@@ -1,6 +1,7 @@
 // Package e2e holds crdserver's black-box end-to-end tests. They build the
-// crdserver binary from the parent module and a real kubectl (./kubectl, the
-// k8s.io/kubectl module's own command), start crdserver on a random loopback
+// crdserver binary from the parent module, a real kubectl (./kubectl, the
+// k8s.io/kubectl module's own command), etcd (for the replica tests) and
+// Helm v3 (a tool of this module), start crdserver on a random loopback
 // port with a temporary data folder, and drive it the way users do: with
 // kubectl, with client-go's dynamic client, and with the generated
 // apiextensions clientset.
@@ -28,7 +29,12 @@
 // runs controller-runtime's client and a manager; rbac_test.go plays
 // authentication, RBAC, auth can-i, --as and escalation with kubectl;
 // crash_test.go kills the server under load and checks that no acknowledged
-// write is lost; fault_test.go sends malformed and slow requests.
+// write is lost; fault_test.go sends malformed and slow requests;
+// operator_test.go runs a controller-runtime operator with leader election,
+// event recorders and owned ConfigMaps and Secrets, in two instances;
+// helm_test.go installs, upgrades, rolls back and uninstalls a chart with
+// Helm; etcd_test.go and replicas_test.go run several replicas on a
+// 3-member etcd of processes and put faults to them.
 // The server serves HTTPS with the certificates it makes in its data folder;
 // the admin kubeconfig it writes holds them. testdata/ holds the fixtures,
 // copied from the project's spec (spec/crd-fixtures.yaml).

@@ -26,6 +26,7 @@ import (
 var (
 	crdserverBin string
 	kubectlBin   string
+	helmBin      string
 )
 
 // Bounds on waiting. They only stop a broken run from hanging; no test
@@ -53,18 +54,21 @@ func runTests(m *testing.M) int {
 	// slow build of kubectl does not count against the tests' time limit.
 	crdserverBin = filepath.Join(binDir, "crdserver")
 	kubectlBin = filepath.Join(binDir, "kubectl")
+	helmBin = filepath.Join(binDir, "helm")
 	etcdBin = filepath.Join(binDir, "etcd")
 	// The two builds run side by side; Go's build cache makes them quick
 	// after the first time (then they only link).
-	fmt.Fprintln(os.Stderr, "e2e: building crdserver, kubectl and etcd (the first build of kubectl takes minutes)")
+	fmt.Fprintln(os.Stderr, "e2e: building crdserver, kubectl, etcd and helm (the first builds of kubectl and helm take minutes)")
 	var wg sync.WaitGroup
-	var crdserverErr, kubectlErr, etcdErr error
+	var crdserverErr, kubectlErr, etcdErr, helmErr error
 	wg.Go(func() { crdserverErr = goBuild("..", crdserverBin, "./cmd/crdserver") })
 	wg.Go(func() { kubectlErr = goBuild(".", kubectlBin, "./kubectl") })
 	// etcd at the version crdserver's module pins, for the replica tests.
 	wg.Go(func() { etcdErr = goBuild("..", etcdBin, "go.etcd.io/etcd/server/v3") })
+	// Helm v3 at the version go.mod pins as a tool, for helm_test.go.
+	wg.Go(func() { helmErr = goBuild(".", helmBin, "helm.sh/helm/v3/cmd/helm") })
 	wg.Wait()
-	if err := errors.Join(crdserverErr, kubectlErr, etcdErr); err != nil {
+	if err := errors.Join(crdserverErr, kubectlErr, etcdErr, helmErr); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}

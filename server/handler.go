@@ -40,7 +40,7 @@ func (s *Server) buildHandler() http.Handler {
 // OpenAPI, health and metrics.
 func (s *Server) router(metrics *filters.Metrics) http.Handler {
 	disc := &discovery.Handler{Registry: s.registry, Version: Version()}
-	oapi := openapi.New()
+	oapi := openapi.New(s.builtin.All)
 	s.registry.Subscribe(oapi.Sync)
 	engine := &resource.Handler{
 		Store:             s.store,

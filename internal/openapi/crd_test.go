@@ -13,7 +13,7 @@ import (
 )
 
 func TestCRDDocuments(t *testing.T) {
-	p := New()
+	p := New(builtins(t))
 	hidden := cronTab(t, "hidden.example.com", "3")
 	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{cronTab(t, "", "1"), hidden}, hidden.Name))
 
@@ -55,7 +55,7 @@ func countBuilds(t *testing.T) *atomic.Int32 {
 
 func TestOnlyChangedGroupVersionsAreRebuilt(t *testing.T) {
 	builds := countBuilds(t)
-	p := New()
+	p := New(builtins(t))
 	stable, other := cronTab(t, "", "1"), cronTab(t, "other.example.com", "2")
 	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{stable, other}))
 	if n := builds.Load(); n != 0 {
@@ -100,7 +100,7 @@ func TestOnlyChangedGroupVersionsAreRebuilt(t *testing.T) {
 }
 
 func TestConcurrentSyncAndRequests(t *testing.T) {
-	p := New()
+	p := New(builtins(t))
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for i := range 20 {
 		crds = append(crds, cronTab(t, "", strconv.Itoa(i)))

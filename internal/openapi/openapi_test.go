@@ -155,9 +155,20 @@ func index(crds []*apiextensionsv1.CustomResourceDefinition, notEstablished ...s
 }
 
 func TestRootListsBuiltinDocuments(t *testing.T) {
-	p := New()
+	p := New(builtins(t))
 	urls := root(t, p)
-	for _, path := range []string{"api", "api/v1", "apis", "apis/apiextensions.k8s.io", "apis/apiextensions.k8s.io/v1", "version"} {
+	want := []string{
+		"api", "api/v1", "apis",
+		"apis/events.k8s.io", "apis/events.k8s.io/v1",
+		"apis/authentication.k8s.io", "apis/authentication.k8s.io/v1",
+		"apis/authorization.k8s.io", "apis/authorization.k8s.io/v1",
+		"apis/rbac.authorization.k8s.io", "apis/rbac.authorization.k8s.io/v1",
+		"apis/apiextensions.k8s.io", "apis/apiextensions.k8s.io/v1",
+		"apis/coordination.k8s.io", "apis/coordination.k8s.io/v1",
+		"apis/storagemigration.k8s.io", "apis/storagemigration.k8s.io/v1", "apis/storagemigration.k8s.io/v1beta1",
+		"version",
+	}
+	for _, path := range want {
 		u, ok := urls[path]
 		if !ok {
 			t.Errorf("root does not list %s: %v", path, urls)
@@ -176,8 +187,8 @@ func TestRootListsBuiltinDocuments(t *testing.T) {
 			t.Errorf("stale hash of %s: %d, Location %q", path, w.Code, w.Header().Get("Location"))
 		}
 	}
-	if len(urls) != 6 {
-		t.Errorf("root lists %v", urls)
+	if len(urls) != len(want) {
+		t.Errorf("root lists %v", keys(urls))
 	}
 }
 
@@ -192,7 +203,7 @@ func TestBuiltinPatchOperations(t *testing.T) {
 		{"apis/apiextensions.k8s.io/v1", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", crdGVK, []string{jsonPatch, mergePatch, applyPatch}},
 		{"apis/apiextensions.k8s.io/v1", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}/status", crdGVK, []string{jsonPatch, mergePatch, applyPatch}},
 	}
-	p := New()
+	p := New(builtins(t))
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			op := patchOperation(t, document(t, p, tt.doc), tt.path)
@@ -216,7 +227,7 @@ func TestBuiltinPatchOperations(t *testing.T) {
 }
 
 func TestBuiltinOperationsAndDefinitions(t *testing.T) {
-	p := New()
+	p := New(builtins(t))
 	core := document(t, p, "api/v1")
 	ext := document(t, p, "apis/apiextensions.k8s.io/v1")
 	tests := []struct {
@@ -256,8 +267,8 @@ func TestBuiltinOperationsAndDefinitions(t *testing.T) {
 			t.Errorf("%s: operations %v, want %s", tt.path, got, tt.methods)
 		}
 	}
-	if len(core.Paths.Paths) != 7 || len(ext.Paths.Paths) != 6 {
-		t.Errorf("paths: %v %v", keys(core.Paths.Paths), keys(ext.Paths.Paths))
+	if len(ext.Paths.Paths) != 6 {
+		t.Errorf("paths: %v", keys(ext.Paths.Paths))
 	}
 	if id := core.Paths.Paths["/api/v1/namespaces"].Get.OperationId; id != "listCoreV1Namespace" {
 		t.Errorf("operationId %q", id)
@@ -297,7 +308,7 @@ func TestBuiltinOperationsAndDefinitions(t *testing.T) {
 }
 
 func TestNotFound(t *testing.T) {
-	p := New()
+	p := New(builtins(t))
 	for _, target := range []string{"/openapi/v3/apis/nope.example.com/v1", "/openapi/v3/", "/openapi/v1", "/openapi/v3/api/v1/extra"} {
 		if w := get(t, p, target, ""); w.Code != http.StatusNotFound {
 			t.Errorf("GET %s: %d", target, w.Code)
@@ -306,7 +317,7 @@ func TestNotFound(t *testing.T) {
 }
 
 func TestV3Protobuf(t *testing.T) {
-	p := New()
+	p := New(builtins(t))
 	w := get(t, p, "/openapi/v3/api/v1", v3Protobuf)
 	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/com.github.proto-openapi.spec.v3.v1.0+protobuf" {
 		t.Fatalf("%d %q", w.Code, w.Header().Get("Content-Type"))
@@ -314,7 +325,7 @@ func TestV3Protobuf(t *testing.T) {
 }
 
 func TestV2(t *testing.T) {
-	p := New()
+	p := New(builtins(t))
 	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{cronTab(t, "", "1")}))
 
 	w := get(t, p, "/openapi/v2", "application/json")
@@ -351,6 +362,42 @@ func TestV2(t *testing.T) {
 			t.Errorf("v2 has no model %s", name)
 		}
 	}
+	for _, name := range models.ListModels() {
+		if models.LookupModel(name) == nil {
+			t.Errorf("v2 lists model %s but has none", name)
+		}
+	}
+	// kubectl explain configmap, explain lease.spec.
+	if data := field(t, models.LookupModel("io.k8s.api.core.v1.ConfigMap"), "data"); data != nil {
+		if m, ok := data.(*openapiproto.Map); !ok || m.GetDescription() == "" {
+			t.Errorf("ConfigMap.data: %#v", data)
+		}
+	}
+	if spec := field(t, models.LookupModel("io.k8s.api.coordination.v1.Lease"), "spec"); spec != nil {
+		ref, ok := spec.(openapiproto.Reference)
+		if !ok {
+			t.Fatalf("Lease.spec: %#v", spec)
+		}
+		if holder := field(t, ref.SubSchema(), "holderIdentity"); holder == nil || holder.GetDescription() == "" {
+			t.Errorf("Lease.spec.holderIdentity: %#v", holder)
+		}
+	}
+}
+
+// field returns the field of a kind model (kubectl's view of an object
+// definition).
+func field(t *testing.T, model openapiproto.Schema, name string) openapiproto.Schema {
+	t.Helper()
+	kind, ok := model.(*openapiproto.Kind)
+	if !ok {
+		t.Errorf("model %v is not a kind: %#v", model, model)
+		return nil
+	}
+	f := kind.Fields[name]
+	if f == nil {
+		t.Errorf("%s has no field %s: %v", kind.GetPath(), name, kind.Keys())
+	}
+	return f
 }
 
 func equalMaps(a, b map[string]string) bool {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/crdserver/crdserver/internal/registry"
 	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/resource"
 )
 
 // Publisher serves /openapi/v2 and /openapi/v3 for the built-in APIs and
@@ -45,9 +46,11 @@ type Publisher struct {
 	v2Fingerprint  string
 }
 
-// New returns a publisher of the built-in documents. Call Sync with every
-// registry Index (reg.Subscribe(p.Sync)) to publish CRDs.
-func New() *Publisher {
+// New returns a publisher of the documents of the built-in resources
+// builtins (a server's Builtin.All). Nothing is built until a document is
+// asked for. Call Sync with every registry Index (reg.Subscribe(p.Sync))
+// to publish CRDs.
+func New(builtins []*resource.Resource) *Publisher {
 	p := &Publisher{
 		v3:             handler3.NewOpenAPIService(),
 		builtinV3:      map[string]cached.Value[*spec3.OpenAPI]{},
@@ -55,17 +58,16 @@ func New() *Publisher {
 		v3Fingerprints: map[schema.GroupVersion]string{},
 		v2Fingerprint:  fingerprint(nil, nil),
 	}
-	wss := webServices()
-	for _, ws := range wss {
-		path := documentPath(ws)
-		p.builtinV3[path] = cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
-			doc, err := buildBuiltinV3(ws)
+	docs := builtinDocuments(builtins)
+	for _, d := range docs {
+		p.builtinV3[d.path] = cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
+			doc, err := buildBuiltinV3(d)
 			return doc, "builtin", err
 		}))
-		p.v3.UpdateGroupVersionLazy(path, p.builtinV3[path])
+		p.v3.UpdateGroupVersionLazy(d.path, p.builtinV3[d.path])
 	}
 	p.builtinV2 = cached.Once(cached.Func(func() (*spec.Swagger, string, error) {
-		doc, err := buildBuiltinV2(wss)
+		doc, err := buildBuiltinV2(docs)
 		return doc, "builtin", err
 	}))
 	p.v2 = handler.NewOpenAPIServiceLazy(p.builtinV2)

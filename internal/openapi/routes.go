@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	restful "github.com/emicklei/go-restful/v3"
@@ -20,27 +21,35 @@ var (
 
 const prettyDoc = "If 'true', then the output is pretty printed. Defaults to 'false' unless the user-agent indicates a browser or command-line HTTP tool (curl and wget)."
 
-// apiResource is one built-in resource as its routes describe it. Every
-// resource has list, create, get, update, patch, delete and watch.
+// apiResource is one built-in resource in one version, as its routes
+// describe it.
 type apiResource struct {
 	plural     string
 	kind       string
 	namespaced bool
+	// gvk is the group/version kind of the resource's objects.
+	gvk schema.GroupVersionKind
 	// object and list are samples of the Go types (values, not pointers):
-	// their OpenAPI model names name the schemas.
+	// their OpenAPI model names name the schemas. list is nil when the
+	// resource cannot be listed.
 	object, list any
+	// verbs are the resource's verbs (get, list, watch, create, update,
+	// patch, delete, deletecollection); each has its routes.
+	verbs []string
 	// patchTypes are the content types PATCH accepts.
-	patchTypes []string
-	// deleteCollection says whether DELETE on the collection is served.
-	deleteCollection bool
-	subresources     []subresource
+	patchTypes   []string
+	subresources []subresource
 }
 
-// subresource is a subresource that can be replaced (PUT) and, when
-// readable, read and patched.
+// subresource is a subresource of a resource, with the verbs it answers
+// (get, update, patch, create) and what it reads and writes.
 type subresource struct {
-	name     string
-	readable bool
+	name  string
+	verbs []string
+	// gvk and object are the kind and a sample of what the subresource
+	// takes and returns; object nil means the resource's own.
+	gvk    schema.GroupVersionKind
+	object any
 }
 
 // action is one route to publish, named by the verb kube-apiserver's
@@ -50,23 +59,27 @@ type action struct {
 	path          string // relative to the web service root
 	params        []*restful.Parameter
 	allNamespaces bool
-	sub           string
+	sub           *subresource
 }
 
 // addResourceRoutes adds the routes of r to ws, a web service rooted at
 // /api/v1 or /apis/<group>/<version>, the way kube-apiserver's API
 // installer lays them out.
-func addResourceRoutes(ws *restful.WebService, gv schema.GroupVersion, r apiResource) {
-	gvk := metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: r.kind}
+func addResourceRoutes(ws *restful.WebService, r apiResource) {
 	for _, a := range r.actions(ws) {
+		gvk := r.gvk
+		if a.sub != nil && a.sub.object != nil {
+			gvk = a.sub.gvk
+		}
 		route := r.route(ws, a)
-		route.Metadata(endpoints.RouteMetaGVK, gvk)
+		route.Metadata(endpoints.RouteMetaGVK, metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind})
 		route.Metadata(endpoints.RouteMetaAction, strings.ToLower(a.verb))
 		ws.Route(route)
 	}
 }
 
-// actions lists the routes of the resource and of its subresources.
+// actions lists the routes of the resource and of its subresources, in
+// the installer's order.
 func (r apiResource) actions(ws *restful.WebService) []action {
 	nameParam := ws.PathParameter("name", "name of the "+r.kind).DataType("string")
 	var scope []*restful.Parameter
@@ -78,35 +91,37 @@ func (r apiResource) actions(ws *restful.WebService) []action {
 	item := collection + "/{name}"
 	named := append(append([]*restful.Parameter(nil), scope...), nameParam)
 
-	acts := []action{
-		{verb: "LIST", path: collection, params: scope},
-		{verb: "POST", path: collection, params: scope},
-	}
-	if r.deleteCollection {
-		acts = append(acts, action{verb: "DELETECOLLECTION", path: collection, params: scope})
-	}
-	acts = append(acts,
-		action{verb: "WATCHLIST", path: "watch/" + collection, params: scope},
-		action{verb: "GET", path: item, params: named},
-		action{verb: "PUT", path: item, params: named},
-		action{verb: "PATCH", path: item, params: named},
-		action{verb: "DELETE", path: item, params: named},
-		action{verb: "WATCH", path: "watch/" + item, params: named},
-	)
-	if r.namespaced {
-		acts = append(acts,
-			action{verb: "LIST", path: r.plural, allNamespaces: true},
-			action{verb: "WATCHLIST", path: "watch/" + r.plural, allNamespaces: true},
-		)
-	}
-	for _, s := range r.subresources {
-		path := item + "/" + s.name
-		if s.readable {
-			acts = append(acts, action{verb: "GET", path: path, params: named, sub: s.name})
+	var acts []action
+	add := func(ok bool, a action) {
+		if ok {
+			acts = append(acts, a)
 		}
-		acts = append(acts, action{verb: "PUT", path: path, params: named, sub: s.name})
-		if s.readable {
-			acts = append(acts, action{verb: "PATCH", path: path, params: named, sub: s.name})
+	}
+	can := func(verb string) bool { return slices.Contains(r.verbs, verb) }
+	watchList := can("watch") && can("list")
+	add(can("list"), action{verb: "LIST", path: collection, params: scope})
+	add(can("create"), action{verb: "POST", path: collection, params: scope})
+	add(can("deletecollection"), action{verb: "DELETECOLLECTION", path: collection, params: scope})
+	add(watchList, action{verb: "WATCHLIST", path: "watch/" + collection, params: scope})
+	add(can("get"), action{verb: "GET", path: item, params: named})
+	add(can("update"), action{verb: "PUT", path: item, params: named})
+	add(can("patch"), action{verb: "PATCH", path: item, params: named})
+	add(can("delete"), action{verb: "DELETE", path: item, params: named})
+	add(can("watch"), action{verb: "WATCH", path: "watch/" + item, params: named})
+	if r.namespaced {
+		add(can("list"), action{verb: "LIST", path: r.plural, allNamespaces: true})
+		add(watchList, action{verb: "WATCHLIST", path: "watch/" + r.plural, allNamespaces: true})
+	}
+	for i := range r.subresources {
+		s := &r.subresources[i]
+		params := named
+		if s.object != nil {
+			// The installer names the name after the subresource's kind.
+			params = append(append([]*restful.Parameter(nil), scope...), ws.PathParameter("name", "name of the "+s.gvk.Kind).DataType("string"))
+		}
+		path := item + "/" + s.name
+		for _, v := range []struct{ verb, action string }{{"create", "POST"}, {"get", "GET"}, {"update", "PUT"}, {"patch", "PATCH"}} {
+			add(slices.Contains(s.verbs, v.verb), action{verb: v.action, path: path, params: params, sub: s})
 		}
 	}
 	return acts
@@ -124,15 +139,17 @@ func (r apiResource) route(ws *restful.WebService, a action) *restful.RouteBuild
 		namespaced, suffix = "", "ForAllNamespaces"
 	}
 	sub := ""
-	if a.sub != "" {
-		sub = strings.ToUpper(a.sub[:1]) + a.sub[1:]
-	}
-	op := func(verb string) string { return verb + namespaced + r.kind + sub + suffix }
 	// of is " <sub> of" for a subresource route, as in "read status of".
 	of := ""
-	if a.sub != "" {
-		of = " " + a.sub + " of"
+	object := r.object
+	if a.sub != nil {
+		sub = strings.ToUpper(a.sub.name[:1]) + a.sub.name[1:]
+		of = " " + a.sub.name + " of"
+		if a.sub.object != nil {
+			object = a.sub.object
+		}
 	}
+	op := func(verb string) string { return verb + namespaced + r.kind + sub + suffix }
 	article := endpoints.GetArticleForNoun(r.kind, " ")
 	status := metav1.Status{}
 	watchEvent := metav1.WatchEvent{}
@@ -144,8 +161,8 @@ func (r apiResource) route(ws *restful.WebService, a action) *restful.RouteBuild
 			Doc("read"+of+" the specified "+r.kind).
 			Operation(op("read")).
 			Produces(mediaTypes...).
-			Returns(http.StatusOK, "OK", r.object).
-			Writes(r.object)
+			Returns(http.StatusOK, "OK", object).
+			Writes(object)
 	case "LIST":
 		route = ws.GET(a.path).
 			Doc("list or watch objects of kind "+r.kind).
@@ -159,10 +176,10 @@ func (r apiResource) route(ws *restful.WebService, a action) *restful.RouteBuild
 			Doc("replace"+of+" the specified "+r.kind).
 			Operation(op("replace")).
 			Produces(mediaTypes...).
-			Returns(http.StatusOK, "OK", r.object).
-			Returns(http.StatusCreated, "Created", r.object).
-			Reads(r.object).
-			Writes(r.object)
+			Returns(http.StatusOK, "OK", object).
+			Returns(http.StatusCreated, "Created", object).
+			Reads(object).
+			Writes(object)
 		addParams(ws, route, &metav1.UpdateOptions{})
 	case "PATCH":
 		route = ws.PATCH(a.path).
@@ -170,25 +187,25 @@ func (r apiResource) route(ws *restful.WebService, a action) *restful.RouteBuild
 			Consumes(r.patchTypes...).
 			Operation(op("patch")).
 			Produces(mediaTypes...).
-			Returns(http.StatusOK, "OK", r.object).
-			Returns(http.StatusCreated, "Created", r.object).
+			Returns(http.StatusOK, "OK", object).
+			Returns(http.StatusCreated, "Created", object).
 			Reads(metav1.Patch{}).
-			Writes(r.object)
+			Writes(object)
 		addParams(ws, route, &metav1.PatchOptions{})
 	case "POST":
 		route = ws.POST(a.path).
-			Doc("create"+article+r.kind).
+			Doc("create"+of+article+r.kind).
 			Operation(op("create")).
 			Produces(mediaTypes...).
-			Returns(http.StatusOK, "OK", r.object).
-			Returns(http.StatusCreated, "Created", r.object).
-			Returns(http.StatusAccepted, "Accepted", r.object).
-			Reads(r.object).
-			Writes(r.object)
+			Returns(http.StatusOK, "OK", object).
+			Returns(http.StatusCreated, "Created", object).
+			Returns(http.StatusAccepted, "Accepted", object).
+			Reads(object).
+			Writes(object)
 		addParams(ws, route, &metav1.CreateOptions{})
 	case "DELETE":
 		route = ws.DELETE(a.path).
-			Doc("delete"+article+r.kind).
+			Doc("delete"+of+article+r.kind).
 			Operation(op("delete")).
 			Produces(mediaTypes...).
 			Writes(status).
