@@ -200,13 +200,21 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 	tree := btree.NewG(32, lessItem)
 	start, rev := c.prefix, int64(0)
 	for {
-		page, err := c.store.List(ctx, start, end, rev, 10000)
+		page, err := c.store.listRaw(ctx, start, end, rev, 10000)
 		if err != nil {
 			return 0, err
 		}
 		rev = page.Revision
 		for _, kv := range page.KVs {
-			it, err := c.decode(kv.Key, kv.Value, kv.ModRevision)
+			// A value the store cannot read (encrypted with a key no
+			// longer configured) is left out, loudly: the others are
+			// served, and reading that object fails with the reason.
+			value, err := c.store.fromStorage(ctx, kv.Key, kv.Value)
+			if err != nil {
+				c.log.Error("watch cache: unreadable object left out", "key", kv.Key, "err", err)
+				continue
+			}
+			it, err := c.decode(kv.Key, value, kv.ModRevision)
 			if err != nil {
 				c.log.Error("watch cache: undecodable object skipped", "key", kv.Key, "err", err)
 				continue

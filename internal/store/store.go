@@ -370,6 +370,20 @@ type ListResult struct {
 // List reads the keys in [start, end) at revision rev (0: the newest), at
 // most limit of them (0: all).
 func (s *Store) List(ctx context.Context, start, end string, rev, limit int64) (*ListResult, error) {
+	out, err := s.listRaw(ctx, start, end, rev, limit)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range out.KVs {
+		if kv.Value, err = s.fromStorage(ctx, kv.Key, kv.Value); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// listRaw is List with the values as etcd stores them.
+func (s *Store) listRaw(ctx context.Context, start, end string, rev, limit int64) (*ListResult, error) {
 	opts := []clientv3.OpOption{clientv3.WithRange(end)}
 	if rev > 0 {
 		opts = append(opts, clientv3.WithRev(rev))
@@ -383,9 +397,7 @@ func (s *Store) List(ctx context.Context, start, end string, rev, limit int64) (
 	}
 	out := &ListResult{Revision: resp.Header.Revision, More: resp.More, KVs: make([]*KV, len(resp.Kvs))}
 	for i, kv := range resp.Kvs {
-		if out.KVs[i], err = s.kvFrom(ctx, kv); err != nil {
-			return nil, err
-		}
+		out.KVs[i] = &KV{Key: string(kv.Key), Value: kv.Value, ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision}
 	}
 	out.Remaining = resp.Count - int64(len(resp.Kvs))
 	if rev > 0 {
