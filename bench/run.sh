@@ -19,12 +19,21 @@
 #   5. load on the shared reference (./start-reference.sh; stopped again only if this script
 #      started it; the CRD is deleted again only if this script created it), then the same
 #      webhook conversion run on it (its two CRDs are deleted again afterwards);
+#   5b. core types (CORE=0 skips it): crdbench core on a fresh crdserver, then on the full
+#      Kubernetes reference (kube-apiserver + etcd + kube-controller-manager, ./start-kube.sh;
+#      started only if it is not running, and then stopped again right after): CORE_N sequential
+#      ConfigMap creates and gets, LISTS lists of them, then LEASES Leases renewed every
+#      LEASE_PERIOD for LEASE_DURATION as client-go's leader election renews them, with the
+#      server's CPU time and RSS; on the kube reference its namespace is deleted again;
 #   6. crdbench report -> bench/RESULTS.md.
 #
 # Environment: N (1000), LIST_N (10000), LISTS (5), CONC (8), STARTS (5), REF_STARTS (3),
 # IDLE (5s), REF (/work/shared/reference), CONVERT (1; 0 skips the webhook conversion phases),
 # REF_CONVERT (1; 0 skips only the reference's), CONV_N (10000), CONV_LISTS (7),
-# GOBENCH (1; 0 skips the in-process go test -bench phase), GOBENCH_COUNT (5), GOBENCH_TIME (1s).
+# GOBENCH (1; 0 skips the in-process go test -bench phase), GOBENCH_COUNT (5), GOBENCH_TIME (1s),
+# CORE (1; 0 skips the core types phase), CORE_N (N), LEASES (1000), LEASE_PERIOD (2s),
+# LEASE_DURATION (30s), CORE_IDLE (5s: the servers' idle CPU, measured just before the renewals),
+# CORE_SETTLE (5: seconds between a server's start and the core run; a running kube reference gets none).
 set -uo pipefail
 set +m
 
@@ -45,6 +54,14 @@ CONV_LISTS="${CONV_LISTS:-7}"
 GOBENCH="${GOBENCH:-1}"
 GOBENCH_COUNT="${GOBENCH_COUNT:-5}"
 GOBENCH_TIME="${GOBENCH_TIME:-1s}"
+CORE="${CORE:-1}"
+CORE_N="${CORE_N:-$N}"
+LEASES="${LEASES:-1000}"
+LEASE_PERIOD="${LEASE_PERIOD:-2s}"
+LEASE_DURATION="${LEASE_DURATION:-30s}"
+CORE_IDLE="${CORE_IDLE:-5s}"
+CORE_SETTLE="${CORE_SETTLE:-5}"
+KPKI="$REF/pki-kube"
 CONV_CRDS=(crontabs.example.com crontabs.none.example.com)
 CRD_FILE="$REF/examples/widget-crd.yaml"
 CRD_NAME=widgets.peer.example.com
@@ -91,6 +108,10 @@ OUR_PIDS=()
 REF_STARTED=0
 REF_CRD_CREATED=0
 REF_CONV_RUNNING=0
+KUBE_STARTED=0
+KUBE_CORE_RUNNING=0
+KUBE_CORE_NS=""
+KUBE_URL=""
 cleanup() {
   for pid in "${OUR_PIDS[@]+"${OUR_PIDS[@]}"}"; do
     if kill -0 "$pid" 2>/dev/null; then
@@ -110,6 +131,14 @@ cleanup() {
   fi
   if [[ $REF_STARTED == 1 ]]; then
     "$REF/stop-reference.sh" >&2 || true
+  fi
+  if [[ $KUBE_CORE_RUNNING == 1 && $KUBE_STARTED == 0 && -n $KUBE_CORE_NS ]]; then
+    # Interrupted during the kube reference's core run: its namespace did not exist before it.
+    curl -s -o /dev/null --max-time 30 --cacert "$KPKI/ca.crt" --cert "$KPKI/admin.crt" --key "$KPKI/admin.key" \
+      -X DELETE "$KUBE_URL/api/v1/namespaces/$KUBE_CORE_NS" || log "could not delete namespace $KUBE_CORE_NS from the kube reference"
+  fi
+  if [[ $KUBE_STARTED == 1 ]]; then
+    "$REF/stop-kube.sh" >&2 || true
   fi
   rm -rf -- "$WORK"
 }
@@ -157,10 +186,14 @@ echo "# WORK=$WORK: a temporary folder, removed at the end" >"$OUT/commands.txt"
   echo "go:        $(go version)"
   echo "crdserver: commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
   echo "reference: apiextensions-apiserver v1.37.2, etcd v3.7.3, kubectl v1.37.2 ($REF/bin)"
+  if [[ $CORE != 0 ]]; then
+    echo "kube:      kube-apiserver $("$REF/bin/kube-apiserver" --version 2>/dev/null | awk '{print $2}'), etcd v3.7.3, kube-controller-manager ($REF/start-kube.sh; core types only)"
+  fi
   echo "load avg:  $(cut -d' ' -f1-3 /proc/loadavg) at the start (1/5/15 min; the machine is shared)"
   echo "params:    N=$N LIST_N=$LIST_N LISTS=$LISTS CONC=$CONC STARTS=$STARTS REF_STARTS=$REF_STARTS IDLE=$IDLE"
   echo "           CONVERT=$CONVERT REF_CONVERT=$REF_CONVERT CONV_N=$CONV_N CONV_LISTS=$CONV_LISTS"
   echo "           GOBENCH=$GOBENCH GOBENCH_COUNT=$GOBENCH_COUNT GOBENCH_TIME=$GOBENCH_TIME"
+  echo "           CORE=$CORE CORE_N=$CORE_N LEASES=$LEASES LEASE_PERIOD=$LEASE_PERIOD LEASE_DURATION=$LEASE_DURATION CORE_IDLE=$CORE_IDLE CORE_SETTLE=$CORE_SETTLE"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 
@@ -385,6 +418,72 @@ else
   extra "- reference: ./start-reference.sh failed: $(tail -n 3 "$WORK/start-reference.err" | tr '\n' ' ')"
 fi
 
+# 5b. Core types: a fresh crdserver, then the full Kubernetes reference.
+if [[ $CORE != 0 ]]; then
+  CORE_ARGS=(-n "$CORE_N" -lists "$LISTS" -leases "$LEASES" -lease-period "$LEASE_PERIOD" -lease-duration "$LEASE_DURATION"
+    -idle "$CORE_IDLE" -concurrency "$CONC")
+  echo "# core types on crdserver (fresh data dir)" >>"$OUT/commands.txt"
+  port=$("$CB" freeport)
+  CS_DATA="$WORK/crdserver-core"
+  CS_URL="https://127.0.0.1:$port"
+  run_bg "$WORK/crdserver" --data-dir "$CS_DATA" --bind-address 127.0.0.1 --port "$port" </dev/null >"$OUT/crdserver-core.log" 2>&1
+  CS_PID=$!
+  OUR_PIDS+=("$CS_PID")
+  if wait_ok "$CS_URL/readyz" 60 -k; then
+    sleep "$CORE_SETTLE"
+    run "$CB" core -server "$CS_URL" -cacert "$CS_DATA/pki/ca.crt" -cert "$CS_DATA/pki/admin.crt" -key "$CS_DATA/pki/admin.key" \
+      -name crdserver -namespace crdbench-core "${CORE_ARGS[@]}" -pid "crdserver=$CS_PID" \
+      -json "$OUT/core-crdserver.json" || log "crdserver core types had failures"
+    if grep -q "level=WARN\|level=ERROR" "$OUT/crdserver-core.log"; then
+      extra "- crdserver log during the core types run (first warnings/errors; full log in \`bench/results/crdserver-core.log\`):"
+      extra ""
+      extra '  ```'
+      grep "level=WARN\|level=ERROR" "$OUT/crdserver-core.log" | head -n 3 | sed 's/^/  /' >>"$OUT/failures-extra.md"
+      extra "  ($(grep -c "level=WARN\|level=ERROR" "$OUT/crdserver-core.log") warning/error lines in all)"
+      extra '  ```'
+    fi
+  else
+    log "crdserver (core types run) did not become ready"
+    extra "- crdserver (core types run) did not become ready within 60 s"
+  fi
+  stop_pid "$CS_PID"
+  rm -rf -- "$CS_DATA"
+  if [[ $(stat -c %s "$OUT/crdserver-core.log") -gt 200000 ]]; then
+    { head -n 200 "$OUT/crdserver-core.log"; echo "[... cut by run.sh ...]"; tail -n 200 "$OUT/crdserver-core.log"; } >"$WORK/l" && mv "$WORK/l" "$OUT/crdserver-core.log"
+  fi
+
+  # The kube reference: used if running, else started (and stopped right after).
+  echo "# core types on the kube reference (kube-apiserver + etcd + kube-controller-manager)" >>"$OUT/commands.txt"
+  if KUBE_URL=$(run "$REF/start-kube.sh" 2>"$WORK/start-kube.err"); then
+    cat "$WORK/start-kube.err" >&2
+    if grep -q "already running" "$WORK/start-kube.err"; then
+      KUBE_STATE="was already running (left running)"
+    else
+      KUBE_STARTED=1
+      KUBE_STATE="was started by this run (./start-kube.sh: $(tr '\n' ' ' <"$REF/run/kube-startup.txt"); stopped right after this phase)"
+      sleep "$CORE_SETTLE"
+    fi
+    KUBE_PIDS=(-pid "kube-apiserver=$(cat "$REF/run/kube-apiserver.pid")" -pid "etcd=$(cat "$REF/run/kube-etcd.pid")")
+    if [[ -s $REF/run/kube-controller-manager.pid ]]; then
+      KUBE_PIDS+=(-side-pid "kube-controller-manager=$(cat "$REF/run/kube-controller-manager.pid")")
+    fi
+    # A namespace of its own (crdbench refuses one that exists), deleted again at the end.
+    KUBE_CORE_NS="crdbench-core-$(date +%s)-$$"
+    KUBE_CORE_RUNNING=1
+    run "$CB" core -server "$KUBE_URL" -cacert "$KPKI/ca.crt" -cert "$KPKI/admin.crt" -key "$KPKI/admin.key" \
+      -name kube -namespace "$KUBE_CORE_NS" "${CORE_ARGS[@]}" "${KUBE_PIDS[@]}" -cleanup \
+      -json "$OUT/core-kube.json" || log "kube reference core types had failures"
+    KUBE_CORE_RUNNING=0
+    if [[ $KUBE_STARTED == 1 ]]; then
+      run "$REF/stop-kube.sh" >&2 && KUBE_STARTED=0
+    fi
+  else
+    cat "$WORK/start-kube.err" >&2
+    KUBE_STATE="could not be started: $(tail -n 3 "$WORK/start-kube.err" | tr '\n' ' ')"
+    extra "- kube reference: ./start-kube.sh failed: $(tail -n 3 "$WORK/start-kube.err" | tr '\n' ' ')"
+  fi
+fi
+
 # 6. Notes and report.
 echo "load avg:  $(cut -d' ' -f1-3 /proc/loadavg) at the end" >>"$OUT/machine.txt"
 cat >>"$OUT/notes.md" <<EOF
@@ -441,6 +540,32 @@ if [[ $CONVERT != 0 ]]; then
   afterwards: all $CONV_N items, in the version asked, and through the webhook each object's
   \`host\`/\`port\` equal to its \`hostPort\`. crdserver sends at most 1000 objects per
   ConversionReview (its default), so a list of 10,000 objects needs at least 10 calls.
+EOF
+fi
+if [[ $CORE != 0 ]]; then
+  cat >>"$OUT/notes.md" <<EOF
+- **Core types** is \`crdbench core\`, on a third fresh crdserver ($CORE_SETTLE s after ready) and on the full Kubernetes reference
+  (\`start-kube.sh\`: kube-apiserver with its own etcd and kube-controller-manager; RBAC, default admission
+  and priority and fairness on, the admin client certificate is in \`system:masters\`, which APF exempts),
+  which ${KUBE_STATE:-was not reached}. The kube reference may be used by others at the same time.
+  Each run first creates a namespace of its own (on Kubernetes \`${KUBE_CORE_NS:-crdbench-core-…}\`, deleted
+  again at the end and waited for). ConfigMaps: $CORE_N sequential creates (one HTTP/2 connection; 10 keys,
+  200 bytes of data), the same $CORE_N sequential GETs, then $LISTS plain GETs of the namespace's ConfigMaps
+  (no limit, \`Accept: application/json\`, timed until the whole body is read; median reported; the
+  collection also holds \`kube-root-ca.crt\`, which both publish into every namespace). Leases (setup:
+  $LEASES creates with $CONC workers): each renewed every $LEASE_PERIOD for $LEASE_DURATION, lease i's renewals
+  due i/$LEASES of a period after the start, so the server sees a steady rate; all over the same HTTP/2
+  connection. A renewal is client-go's leader election renewing a \`resourcelock.LeaseLock\` it holds
+  (tryAcquireOrRenew's fast path): a PUT of the lease as the server returned it from the previous write
+  (its resourceVersion, managedFields and all) with \`spec.renewTime\` now and \`spec.holderIdentity\` set;
+  only if that PUT fails, a GET and a PUT of what the GET returned (the slow path, counted apart). A
+  renewal has 10 s (client-go's RenewDeadline); a failed one is counted, not retried; a tick that comes
+  while the same lease's previous renewal still runs a whole period later is skipped and counted.
+  **Server CPU time** is utime + stime of \`/proc/PID/stat\` (all threads; ticks of 10 ms) before and
+  after each phase: crdserver's one process (its etcd and controllers in it); kube-apiserver + its etcd
+  for Kubernetes, kube-controller-manager shown apart and not counted. The same processes' idle CPU is
+  read over $CORE_IDLE just before the renewals, with all the objects created. RSS is VmRSS right after
+  the renewals. crdbench runs on the same $(nproc) cores, so its own work (TLS, JSON) competes with the server's.
 EOF
 fi
 [[ -s $WORK/notes-gobench.md ]] && cat "$WORK/notes-gobench.md" >>"$OUT/notes.md"

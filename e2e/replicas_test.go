@@ -652,6 +652,9 @@ func TestReplicasFrozenEtcdMember(t *testing.T) {
 			which, before, during, 100*during/before, notReady.Load(), late.Round(time.Millisecond))
 		if late > 10*time.Second {
 			t.Errorf("with the %s frozen, a watch event came %v after its write", which, late)
+			for i, r := range rs {
+				t.Logf("replica %d's log:\n%s", i, r.log)
+			}
 		}
 		if during < 0.3*before {
 			t.Errorf("with the %s frozen, writes fell to %.0f/s from %.0f/s", which, during, before)

@@ -2,8 +2,9 @@
 // controllers themselves, one package each below it: crdnames (CRD names
 // and establishing), crdcleanup (a deleted CRD's objects), namespace
 // (a deleted namespace's objects), garbagecollector (ownerReferences),
-// storagemigration (StorageVersionMigrations) and clusterroles (default
-// RBAC policy and aggregation).
+// storagemigration (StorageVersionMigrations), clusterroles (default
+// RBAC policy and aggregation), serviceaccounts (a default ServiceAccount
+// per namespace) and rootca (the CA bundle per namespace).
 //
 // A controller is a leaf: it reads what is served and stored through the
 // registry's Index and the watch caches (store.Follow), queues keys in a

@@ -14,6 +14,11 @@
 //	    webhook in-process over TLS, counting its calls; creates a Webhook CRD
 //	    and a None CRD (v1beta1 storage, v1 served), n objects in v1beta1 in
 //	    each, then times GETs of each collection in v1 and in v1beta1.
+//	crdbench core     -server URL [TLS flags] -pid name=PID... -json F
+//	    built-in types: n sequential ConfigMap creates and gets in a namespace
+//	    it creates, plain GETs of their collection, then -leases Leases
+//	    renewed every -lease-period for -lease-duration as client-go's leader
+//	    election renews them, with the server's CPU time and VmRSS.
 //	crdbench start    -readyz URL [-rss-pid name=PID]... -json F -- CMD ARGS...
 //	    launches CMD, times launch -> /readyz "ok", waits -idle, reads VmRSS
 //	    of CMD (and of the other PIDs), then stops CMD.
@@ -52,6 +57,8 @@ func main() {
 		err = runLoad(os.Args[2:])
 	case "convert":
 		err = runConvert(os.Args[2:])
+	case "core":
+		err = runCore(os.Args[2:])
 	case "start":
 		err = runStart(os.Args[2:])
 	case "rss":
@@ -70,7 +77,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|core|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
 	os.Exit(2)
 }
 

@@ -286,6 +286,8 @@ func runReport(args []string) error {
 
 	// Webhook conversion (convert-*.json), if measured.
 	convTargets, convFails := convertReport(*dir, p)
+	// Core types against kube-apiserver (core-*.json), if measured.
+	coreFails := coreReport(*dir, p)
 	// In-process benchmarks (gobench.txt), if run.
 	goTargets, goFails := goBenchReport(*dir, p)
 
@@ -342,6 +344,7 @@ func runReport(args []string) error {
 		}
 	}
 	fails = append(fails, convFails...)
+	fails = append(fails, coreFails...)
 	fails = append(fails, goFails...)
 	if len(fails) > 0 {
 		p("## Failures\n\n%s\n", strings.Join(fails, ""))

@@ -1,0 +1,882 @@
+package main
+
+// crdbench core: built-in types against one server (crdserver or
+// kube-apiserver), over the same HTTPS/HTTP2 client as load.
+//
+//   - ConfigMaps: n sequential creates (10 keys, 200 bytes of data) in a
+//     namespace it creates, n sequential gets of them, then -lists plain GETs
+//     of the whole collection (no limit).
+//   - Lease renewals: -leases Leases, each renewed every -lease-period for
+//     -lease-duration, their renewals spread evenly over the period. A
+//     renewal is what client-go's leader election does with a
+//     resourcelock.LeaseLock while it leads: a PUT of the lease it got back
+//     from its last write (so with that resourceVersion) with spec.renewTime
+//     and spec.holderIdentity set; if that PUT fails, a GET and a PUT of what
+//     the GET returned (tryAcquireOrRenew's slow path).
+//
+// The server's CPU time (utime+stime of /proc/PID/stat, for every -pid) is
+// read before and after each phase, and its VmRSS at the end of the renewals.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// cpuProc is the CPU time one process used over a window.
+type cpuProc struct {
+	Name    string  `json:"name"`
+	PID     int     `json:"pid"`
+	Counted bool    `json:"counted"` // in TotalSec (a -pid); a -side-pid is only recorded
+	CPUSec  float64 `json:"cpu_seconds"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// cpuWindow is the CPU time of the server's processes over a stretch of
+// wall-clock time.
+type cpuWindow struct {
+	WallSec  float64   `json:"wall_seconds"`
+	Procs    []cpuProc `json:"procs"`
+	TotalSec float64   `json:"total_cpu_seconds"`         // the counted processes
+	CorePct  float64   `json:"total_percent_of_one_core"` // TotalSec / WallSec × 100
+	Error    string    `json:"error,omitempty"`           // a counted process could not be read
+}
+
+// pidSpec is a process whose CPU time and memory are read.
+type pidSpec struct {
+	name    string
+	pid     int
+	counted bool
+}
+
+// cpuSnap is the CPU time of each process at one instant, in clock ticks.
+type cpuSnap struct {
+	at    time.Time
+	ticks []uint64
+	errs  []string
+}
+
+// parseProcStat returns utime and stime (fields 14 and 15, in clock ticks)
+// of a /proc/PID/stat line. The command name (field 2) is in parentheses
+// and may itself hold spaces and parentheses, so fields are counted from
+// the last ')'.
+func parseProcStat(b []byte) (utime, stime uint64, err error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, errors.New("no ')' in /proc/PID/stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), so field 14 is f[11] and field 15 is f[12].
+	if len(f) < 13 {
+		return 0, 0, fmt.Errorf("/proc/PID/stat has %d fields after the command, want at least 13", len(f))
+	}
+	if utime, err = strconv.ParseUint(f[11], 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("utime: %w", err)
+	}
+	if stime, err = strconv.ParseUint(f[12], 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("stime: %w", err)
+	}
+	return utime, stime, nil
+}
+
+// atClkTck is the auxiliary vector entry holding sysconf(_SC_CLK_TCK).
+const atClkTck = 17
+
+// parseAuxvClkTck finds AT_CLKTCK in a /proc/PID/auxv of native-endian
+// (type, value) word pairs of wordSize bytes.
+func parseAuxvClkTck(b []byte, wordSize int) (uint64, bool) {
+	word := func(p []byte) uint64 {
+		if wordSize == 4 {
+			return uint64(binary.NativeEndian.Uint32(p))
+		}
+		return binary.NativeEndian.Uint64(p)
+	}
+	for i := 0; i+2*wordSize <= len(b); i += 2 * wordSize {
+		typ, v := word(b[i:]), word(b[i+wordSize:])
+		if typ == 0 { // AT_NULL
+			break
+		}
+		if typ == atClkTck && v > 0 {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's times
+// (100 on every Linux this runs on; read from the auxiliary vector anyway).
+func clockTicks() float64 {
+	if b, err := os.ReadFile("/proc/self/auxv"); err == nil {
+		if v, ok := parseAuxvClkTck(b, strconv.IntSize/8); ok {
+			return float64(v)
+		}
+	}
+	return 100
+}
+
+type cpuMeter struct {
+	pids []pidSpec
+	hz   float64
+}
+
+func (m cpuMeter) snap() cpuSnap {
+	s := cpuSnap{at: time.Now(), ticks: make([]uint64, len(m.pids)), errs: make([]string, len(m.pids))}
+	for i, p := range m.pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+		if err == nil {
+			var u, st uint64
+			u, st, err = parseProcStat(b)
+			s.ticks[i] = u + st
+		}
+		if err != nil {
+			s.errs[i] = err.Error()
+		}
+	}
+	return s
+}
+
+// cpuBetween is the CPU time each process used from a to b.
+func cpuBetween(pids []pidSpec, a, b cpuSnap, hz float64) *cpuWindow {
+	w := &cpuWindow{WallSec: b.at.Sub(a.at).Seconds()}
+	for i, p := range pids {
+		c := cpuProc{Name: p.name, PID: p.pid, Counted: p.counted}
+		switch {
+		case a.errs[i] != "":
+			c.Error = "before: " + a.errs[i]
+		case b.errs[i] != "":
+			c.Error = "after: " + b.errs[i]
+		case b.ticks[i] < a.ticks[i]:
+			c.Error = "CPU time went down (another process with this PID?)"
+		default:
+			c.CPUSec = float64(b.ticks[i]-a.ticks[i]) / hz
+		}
+		if p.counted {
+			if c.Error != "" && w.Error == "" {
+				w.Error = fmt.Sprintf("%s (pid %d): %s", p.name, p.pid, c.Error)
+			}
+			w.TotalSec += c.CPUSec
+		}
+		w.Procs = append(w.Procs, c)
+	}
+	if w.WallSec > 0 {
+		w.CorePct = w.TotalSec / w.WallSec * 100
+	}
+	return w
+}
+
+// corePhase is one phase with the server's CPU time over it.
+type corePhase struct {
+	phase
+	CPU *cpuWindow `json:"cpu,omitempty"`
+}
+
+// leaseResult is the lease renewal run.
+type leaseResult struct {
+	Leases          int            `json:"leases"`
+	PeriodSec       float64        `json:"period_seconds"`
+	DurationSec     float64        `json:"duration_seconds"`
+	TicksPerLease   int            `json:"ticks_per_lease"`
+	Scheduled       int            `json:"renewals_scheduled"`
+	OK              int            `json:"renewals_ok"`
+	Failed          int            `json:"renewals_failed"`
+	FastPathRefused int            `json:"fast_path_refused"` // the PUT with the last resourceVersion failed: GET + PUT
+	Missed          int            `json:"ticks_missed"`      // the lease's previous renewal still ran a period later
+	FailedStatuses  map[string]int `json:"failed_statuses,omitempty"`
+	FastStatuses    map[string]int `json:"fast_path_statuses,omitempty"`
+	PutBodyBytes    int            `json:"put_body_bytes"`
+	Latency         phase          `json:"latency"` // of every renewal done, GET + PUT included
+	LagP50Ms        float64        `json:"start_lag_p50_ms"`
+	LagP99Ms        float64        `json:"start_lag_p99_ms"`
+	LagMaxMs        float64        `json:"start_lag_max_ms"`
+	Idle            *cpuWindow     `json:"idle_cpu,omitempty"`
+	CPU             *cpuWindow     `json:"cpu,omitempty"`
+	RSSEnd          []procMem      `json:"rss_end,omitempty"`
+	RSSEndMiB       float64        `json:"rss_end_counted_mib,omitempty"`
+	Aborted         string         `json:"aborted,omitempty"`
+}
+
+type coreResult struct {
+	Server         string       `json:"server"`
+	Name           string       `json:"name"`
+	Protocol       string       `json:"protocol"`
+	ClientCert     bool         `json:"client_cert"`
+	Namespace      string       `json:"namespace"`
+	ClockTicks     float64      `json:"clock_ticks_per_second"`
+	ConfigMapBytes int          `json:"configmap_body_bytes"`
+	ConfigMapData  int          `json:"configmap_data_bytes"`
+	Phases         []corePhase  `json:"phases"`
+	Lists          []listSample `json:"lists"`
+	ListCPU        *cpuWindow   `json:"lists_cpu,omitempty"`
+	ListItems      int          `json:"list_items"`
+	ListBytes      int          `json:"list_bytes"`
+	ListMedianMs   float64      `json:"list_median_ms"`
+	ListMinMs      float64      `json:"list_min_ms"`
+	ListMaxMs      float64      `json:"list_max_ms"`
+	Sample         string       `json:"first_created_configmap,omitempty"`
+	ManagedFields  bool         `json:"configmaps_have_managed_fields"`
+	Lease          *leaseResult `json:"lease,omitempty"`
+	Cleanup        string       `json:"cleanup,omitempty"`
+	Failures       []failure    `json:"failures,omitempty"`
+	Error          string       `json:"error,omitempty"`
+}
+
+func (r *coreResult) phase(name string) *corePhase {
+	for i := range r.Phases {
+		if r.Phases[i].Name == name {
+			return &r.Phases[i]
+		}
+	}
+	return nil
+}
+
+type coreClient struct {
+	client *http.Client
+	base   string
+	proto  atomic.Value
+}
+
+// do sends one request, bounded by ctx, and reads the whole answer.
+func (c *coreClient) do(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "crdbench")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	c.proto.Store(resp.Proto)
+	return resp.StatusCode, b, err
+}
+
+func (c *coreClient) fail(phaseName, method, url string, code int, b []byte, err error) *failure {
+	f := &failure{Phase: phaseName, Method: method, Path: strings.TrimPrefix(url, c.base), Status: code, Body: truncate(b, 2000)}
+	if err != nil {
+		f.Error = err.Error()
+	}
+	return f
+}
+
+// coreReq is one request of a phase: method, URL, body and the status codes
+// that count as success.
+type coreReq struct {
+	method, url string
+	body        []byte
+	want        []int
+}
+
+// run sends n requests over conc workers until all are sent or ctx ends (the
+// phase is then marked aborted). ok gets each successful answer. A phase
+// whose first 10 requests all fail is aborted: the server cannot do it.
+func (c *coreClient) run(ctx context.Context, name string, n, conc int, req func(i int) coreReq, ok func(i int, b []byte)) phase {
+	lat := make([]time.Duration, n)
+	done := make([]bool, n)
+	var (
+		mu      sync.Mutex
+		errs    int
+		okCount int
+		first   *failure
+		aborted atomic.Bool
+		next    atomic.Int64
+		wg      sync.WaitGroup
+	)
+	start := time.Now()
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !aborted.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if ctx.Err() != nil {
+					aborted.Store(true)
+					return
+				}
+				r := req(i)
+				t0 := time.Now()
+				code, b, err := c.do(ctx, r.method, r.url, r.body)
+				d := time.Since(t0)
+				good := err == nil && slices.Contains(r.want, code)
+				if good && ok != nil {
+					ok(i, b)
+				}
+				mu.Lock()
+				lat[i], done[i] = d, true
+				if !good {
+					errs++
+					if first == nil {
+						first = c.fail(name, r.method, r.url, code, b, err)
+					}
+					if okCount == 0 && errs >= 10 {
+						aborted.Store(true)
+					}
+				} else {
+					okCount++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	var got []time.Duration
+	for i := range lat {
+		if done[i] {
+			got = append(got, lat[i])
+		}
+	}
+	p := summarize(name, got, wall)
+	p.Concurrency, p.Errors, p.Aborted, p.FirstError = conc, errs, aborted.Load(), first
+	if p.Aborted && first == nil && ctx.Err() != nil {
+		p.FirstError = &failure{Phase: name, Error: "phase time limit reached: " + ctx.Err().Error()}
+	}
+	return p
+}
+
+// configMapBody is a ConfigMap of 10 keys and 200 bytes of data.
+func configMapBody(name string, i int) ([]byte, int) {
+	data := map[string]string{}
+	size := 0
+	for k := 0; k < 10; k++ {
+		key, v := fmt.Sprintf("key-%d", k), fmt.Sprintf("value-%d-%07d", k, i)
+		data[key] = v
+		size += len(key) + len(v)
+	}
+	b, _ := json.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}},
+		"data":     data,
+	})
+	return b, size
+}
+
+// microTime is metav1.MicroTime's JSON form.
+func microTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00") }
+
+// leaseBody is the Lease client-go's LeaseLock.Create makes for a new holder.
+func leaseBody(name, holder string, now time.Time) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"holderIdentity": holder, "leaseDurationSeconds": 15,
+			"acquireTime": microTime(now), "renewTime": microTime(now), "leaseTransitions": 0,
+		},
+	})
+	return b
+}
+
+// renewedLease is what LeaseLock.Update sends: the lease as last read from
+// the server (metadata, resourceVersion included) with the holder's record
+// written to its spec (renewTime now; holderIdentity, the rest kept).
+func renewedLease(last []byte, holder string, now time.Time) ([]byte, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(last, &obj); err != nil {
+		return nil, err
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+		obj["spec"] = spec
+	}
+	spec["holderIdentity"] = holder
+	spec["renewTime"] = microTime(now)
+	return json.Marshal(obj)
+}
+
+// tickPlan is when the ticks of a renewal run are due: lease i's k-th
+// renewal at start + offset(i) + k×period, offsets spread evenly over one
+// period; ticks per lease = duration / period (at least 1).
+func tickPlan(leases int, period, duration time.Duration) (ticks int, offset func(i int) time.Duration) {
+	ticks = max(1, int(duration/period))
+	return ticks, func(i int) time.Duration { return time.Duration(int64(period) * int64(i) / int64(leases)) }
+}
+
+// statusKey names a failed answer for the counters: its HTTP status, or
+// "error" when there was none.
+func statusKey(code int, err error) string {
+	if err != nil || code == 0 {
+		return "error"
+	}
+	return strconv.Itoa(code)
+}
+
+func runCore(args []string) error {
+	fs := flag.NewFlagSet("core", flag.ExitOnError)
+	var t tlsFlags
+	t.register(fs)
+	var (
+		server      = fs.String("server", "", "API server base URL, https:// or http:// (loopback only)")
+		name        = fs.String("name", "server", "name of the server in the results")
+		namespace   = fs.String("namespace", "crdbench-core", "namespace to create for the objects (must not exist)")
+		n           = fs.Int("n", 1000, "ConfigMaps: sequential creates, then sequential gets of the same")
+		lists       = fs.Int("lists", 5, "measured GETs of the whole ConfigMap collection; the median is reported")
+		leases      = fs.Int("leases", 1000, "Leases renewed (0 skips the renewals)")
+		period      = fs.Duration("lease-period", 2*time.Second, "each lease is renewed this often")
+		duration    = fs.Duration("lease-duration", 30*time.Second, "how long the renewals run")
+		renewTO     = fs.Duration("renew-timeout", 10*time.Second, "time limit of one renewal (client-go's default RenewDeadline)")
+		idle        = fs.Duration("idle", 5*time.Second, "before the renewals, read the server's CPU time over this idle pause (0: skip)")
+		conc        = fs.Int("concurrency", 8, "workers creating the leases (setup)")
+		phaseLimit  = fs.Duration("phase-timeout", 5*time.Minute, "time limit of each ConfigMap or setup phase")
+		cleanup     = fs.Bool("cleanup", false, "delete the namespace afterwards and wait (at most -cleanup-wait) until it is gone")
+		cleanupWait = fs.Duration("cleanup-wait", 2*time.Minute, "how long to wait for the namespace to go")
+		jsonOut     = fs.String("json", "", "write the results as JSON to this file")
+		pids, side  namedPIDs
+	)
+	fs.Var(&pids, "pid", "name=PID of a server process whose CPU time and VmRSS are counted (repeatable; kube: kube-apiserver and etcd)")
+	fs.Var(&side, "side-pid", "name=PID of another process whose CPU time and VmRSS are recorded but not counted (repeatable)")
+	_ = fs.Parse(args)
+	u, err := checkLoopback(*server)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *n < 1 || *n > 100000:
+		return errors.New("need 1 <= -n <= 100000")
+	case *lists < 1 || *lists > 100:
+		return errors.New("need 1 <= -lists <= 100")
+	case *leases < 0 || *leases > 20000:
+		return errors.New("need 0 <= -leases <= 20000")
+	case *period < 100*time.Millisecond || *period > time.Minute:
+		return errors.New("need 100ms <= -lease-period <= 1m")
+	case *duration < *period || *duration > 10*time.Minute:
+		return errors.New("need -lease-period <= -lease-duration <= 10m")
+	case *renewTO < 100*time.Millisecond || *renewTO > time.Minute:
+		return errors.New("need 100ms <= -renew-timeout <= 1m")
+	case *idle < 0 || *idle > time.Minute:
+		return errors.New("need 0 <= -idle <= 1m")
+	case *conc < 1 || *conc > 64:
+		return errors.New("need 1 <= -concurrency <= 64")
+	case *phaseLimit < time.Second || *phaseLimit > time.Hour:
+		return errors.New("need 1s <= -phase-timeout <= 1h")
+	case *cleanupWait < 0 || *cleanupWait > 10*time.Minute:
+		return errors.New("need 0 <= -cleanup-wait <= 10m")
+	case *namespace == "":
+		return errors.New("need -namespace")
+	}
+	client, err := newClient(u, t, *conc)
+	if err != nil {
+		return err
+	}
+	base := strings.TrimRight(*server, "/")
+	c := &coreClient{client: client, base: base}
+	var procs []pidSpec
+	for _, p := range pids {
+		procs = append(procs, pidSpec{p.name, p.pid, true})
+	}
+	for _, p := range side {
+		procs = append(procs, pidSpec{p.name, p.pid, false})
+	}
+	meter := cpuMeter{pids: procs, hz: clockTicks()}
+	window := func(a cpuSnap) *cpuWindow {
+		if len(procs) == 0 {
+			return nil
+		}
+		return cpuBetween(procs, a, meter.snap(), meter.hz)
+	}
+
+	ns := *namespace
+	nsURL := base + "/api/v1/namespaces/" + ns
+	cmColl := nsURL + "/configmaps"
+	leaseColl := base + "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"
+	res := &coreResult{Server: base, Name: *name, ClientCert: t.cert != "", Namespace: ns, ClockTicks: meter.hz}
+	cmName := func(i int) string { return "cm-" + strconv.Itoa(100000 + i)[1:] }
+	leaseName := func(i int) string { return "lease-" + strconv.Itoa(100000 + i)[1:] }
+	holder := func(i int) string { return "crdbench-holder-" + strconv.Itoa(100000 + i)[1:] }
+	b0, dataBytes := configMapBody(cmName(0), 0)
+	res.ConfigMapBytes, res.ConfigMapData = len(b0), dataBytes
+	nsCreated := false
+
+	finish := func(err error) error {
+		if nsCreated && *cleanup {
+			res.Cleanup = deleteNamespace(c, nsURL, *cleanupWait)
+			log.Printf("cleanup: %s", res.Cleanup)
+		}
+		if p, ok := c.proto.Load().(string); ok {
+			res.Protocol = p
+		}
+		if err != nil {
+			res.Error = err.Error()
+		}
+		for _, p := range res.Phases {
+			if p.FirstError != nil {
+				res.Failures = append(res.Failures, *p.FirstError)
+			}
+		}
+		printCore(res)
+		if *jsonOut != "" {
+			if werr := writeJSON(*jsonOut, res); werr != nil {
+				return werr
+			}
+		}
+		if err == nil && len(res.Failures) > 0 {
+			err = fmt.Errorf("%d failure(s)", len(res.Failures))
+		}
+		return err
+	}
+	phaseCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), *phaseLimit)
+	}
+
+	// The namespace: it must not exist (it could be someone else's).
+	{
+		ctx, cancel := phaseCtx()
+		body, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Namespace",
+			"metadata": map[string]any{"name": ns, "labels": map[string]string{"bench": "crdbench"}}})
+		code, b, err := c.do(ctx, http.MethodPost, base+"/api/v1/namespaces", body)
+		cancel()
+		if err != nil || code != http.StatusCreated {
+			res.Failures = append(res.Failures, *c.fail("namespace", http.MethodPost, base+"/api/v1/namespaces", code, b, err))
+			if code == http.StatusConflict {
+				return finish(fmt.Errorf("namespace %s already exists: not touching it (choose another -namespace)", ns))
+			}
+			return finish(fmt.Errorf("could not create namespace %s", ns))
+		}
+		nsCreated = true
+	}
+
+	// ConfigMaps.
+	measured := func(name string, nreq, workers int, req func(i int) coreReq, ok func(i int, b []byte)) corePhase {
+		ctx, cancel := phaseCtx()
+		defer cancel()
+		s := meter.snap()
+		p := corePhase{phase: c.run(ctx, name, nreq, workers, req, ok)}
+		p.CPU = window(s)
+		res.Phases = append(res.Phases, p)
+		return p
+	}
+	log.Printf("%d sequential ConfigMap creates", *n)
+	cr := measured("configmap-create", *n, 1, func(i int) coreReq {
+		b, _ := configMapBody(cmName(i), i)
+		return coreReq{http.MethodPost, cmColl, b, []int{http.StatusCreated}}
+	}, func(i int, b []byte) {
+		if i == 0 {
+			res.Sample = truncate(b, 4000)
+			var obj struct {
+				Metadata struct {
+					ManagedFields []json.RawMessage `json:"managedFields"`
+				} `json:"metadata"`
+			}
+			_ = json.Unmarshal(b, &obj)
+			res.ManagedFields = len(obj.Metadata.ManagedFields) > 0
+		}
+	})
+	if cr.Aborted {
+		return finish(nil)
+	}
+	log.Printf("%d sequential ConfigMap gets", *n)
+	measured("configmap-get", *n, 1, func(i int) coreReq {
+		return coreReq{http.MethodGet, cmColl + "/" + cmName(i), nil, []int{http.StatusOK}}
+	}, nil)
+
+	log.Printf("%d lists of the ConfigMaps", *lists)
+	l := &loader{client: client, base: base, coll: cmColl}
+	var ds []float64
+	s := meter.snap()
+	for i := 0; i < *lists; i++ {
+		smp, f := l.list()
+		res.Lists = append(res.Lists, smp)
+		if f != nil {
+			f.Phase = "configmap-list"
+			res.Failures = append(res.Failures, *f)
+			break
+		}
+		ds = append(ds, smp.Ms)
+		res.ListItems, res.ListBytes = smp.Items, smp.Bytes
+	}
+	res.ListCPU = window(s)
+	if len(ds) > 0 {
+		res.ListMedianMs, res.ListMinMs, res.ListMaxMs = median(ds), slices.Min(ds), slices.Max(ds)
+		if res.ListItems < cr.Requests-cr.Errors {
+			res.Failures = append(res.Failures, failure{Phase: "configmap-list", Method: http.MethodGet, Path: strings.TrimPrefix(cmColl, base), Status: 200,
+				Error: fmt.Sprintf("list returned %d items, want at least %d", res.ListItems, cr.Requests-cr.Errors)})
+		}
+	}
+
+	if *leases == 0 {
+		return finish(nil)
+	}
+
+	// Leases: created (setup), then renewed.
+	lr := &leaseResult{Leases: *leases, PeriodSec: period.Seconds(), DurationSec: duration.Seconds()}
+	res.Lease = lr
+	last := make([][]byte, *leases) // each lease as the server last returned it
+	log.Printf("%d Lease creates with %d workers (setup)", *leases, *conc)
+	now := time.Now()
+	setup := measured("lease-create", *leases, *conc, func(i int) coreReq {
+		return coreReq{http.MethodPost, leaseColl, leaseBody(leaseName(i), holder(i), now), []int{http.StatusCreated}}
+	}, func(i int, b []byte) { last[i] = b })
+	if setup.Aborted || setup.Errors > 0 {
+		lr.Aborted = "not all leases could be created"
+		return finish(nil)
+	}
+	if *idle > 0 && len(procs) > 0 {
+		log.Printf("idle %v (server CPU baseline)", *idle)
+		s := meter.snap()
+		time.Sleep(*idle)
+		lr.Idle = window(s)
+	}
+	renewLeases(c, lr, last, leaseColl, leaseName, holder, *period, *duration, *renewTO, meter, window)
+	for _, p := range procs {
+		m := readMem(p.name, p.pid)
+		lr.RSSEnd = append(lr.RSSEnd, m)
+		if p.counted {
+			lr.RSSEndMiB += m.VMRSSMiB
+		}
+	}
+	if lr.Failed > 0 || lr.Aborted != "" {
+		f := failure{Phase: "lease-renew"}
+		if lr.Latency.FirstError != nil {
+			f = *lr.Latency.FirstError
+		}
+		f.Error = strings.TrimSpace(f.Error + fmt.Sprintf(" (%d of %d renewals failed: %v)", lr.Failed, lr.OK+lr.Failed, lr.FailedStatuses))
+		if lr.Aborted != "" {
+			f.Error += "; aborted: " + lr.Aborted
+		}
+		res.Failures = append(res.Failures, f)
+	}
+	return finish(nil)
+}
+
+// renewLeases renews every lease each period for duration, as client-go's
+// leader election renews a LeaseLock it holds, and records the latencies,
+// the failures and the server's CPU time over the run.
+func renewLeases(c *coreClient, lr *leaseResult, last [][]byte, coll string, leaseName, holder func(int) string,
+	period, duration, renewTO time.Duration, meter cpuMeter, window func(cpuSnap) *cpuWindow) {
+	ticks, offset := tickPlan(len(last), period, duration)
+	lr.TicksPerLease, lr.Scheduled = ticks, ticks*len(last)
+	// Everything ends by this deadline, whatever the server does.
+	ctx, cancel := context.WithTimeout(context.Background(), duration+renewTO+5*time.Second)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		lat, lag []time.Duration
+		first    *failure
+		aborted  atomic.Bool
+	)
+	lr.FailedStatuses, lr.FastStatuses = map[string]int{}, map[string]int{}
+	fail := func(f *failure, key string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lr.Failed++
+		lr.FailedStatuses[key]++
+		if first == nil {
+			first = f
+		}
+		if lr.OK == 0 && lr.Failed >= 10 && !aborted.Load() {
+			aborted.Store(true)
+			lr.Aborted = "the first 10 renewals failed"
+			cancel()
+		}
+	}
+	// renew is one renewal of lease i: the fast path (PUT of the last
+	// answer), then if that fails the slow path (GET, PUT).
+	renew := func(i int) {
+		rctx, rcancel := context.WithTimeout(ctx, renewTO)
+		defer rcancel()
+		url := coll + "/" + leaseName(i)
+		t0 := time.Now()
+		body, err := renewedLease(last[i], holder(i), t0)
+		if err != nil {
+			fail(&failure{Phase: "lease-renew", Error: "previous answer: " + err.Error()}, "error")
+			return
+		}
+		code, b, err := c.do(rctx, http.MethodPut, url, body)
+		if err != nil || code != http.StatusOK {
+			mu.Lock()
+			lr.FastPathRefused++
+			lr.FastStatuses[statusKey(code, err)]++
+			mu.Unlock()
+			code, b, err = c.do(rctx, http.MethodGet, url, nil)
+			if err != nil || code != http.StatusOK {
+				fail(c.fail("lease-renew (slow path GET)", http.MethodGet, url, code, b, err), "GET "+statusKey(code, err))
+				return
+			}
+			if body, err = renewedLease(b, holder(i), time.Now()); err != nil {
+				fail(&failure{Phase: "lease-renew", Error: "GET answer: " + err.Error()}, "error")
+				return
+			}
+			code, b, err = c.do(rctx, http.MethodPut, url, body)
+			if err != nil || code != http.StatusOK {
+				fail(c.fail("lease-renew (slow path PUT)", http.MethodPut, url, code, b, err), "PUT "+statusKey(code, err))
+				return
+			}
+		}
+		d := time.Since(t0)
+		last[i] = b
+		mu.Lock()
+		lr.OK++
+		lat = append(lat, d)
+		if lr.PutBodyBytes == 0 {
+			lr.PutBodyBytes = len(body)
+		}
+		mu.Unlock()
+	}
+
+	log.Printf("renewing %d leases every %v for %v (%d renewals)", len(last), period, duration, lr.Scheduled)
+	start := time.Now().Add(50 * time.Millisecond)
+	s := meter.snap()
+	var wg sync.WaitGroup
+	for i := range last {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < ticks; k++ {
+				due := start.Add(offset(i) + time.Duration(k)*period)
+				if d := time.Until(due); d > 0 {
+					select {
+					case <-ctx.Done():
+					case <-time.After(d):
+					}
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				late := time.Since(due)
+				if late >= period {
+					// The previous renewal of this lease ran into this tick's
+					// successor: this one is skipped.
+					mu.Lock()
+					lr.Missed++
+					mu.Unlock()
+					continue
+				}
+				mu.Lock()
+				lag = append(lag, max(0, late))
+				mu.Unlock()
+				renew(i)
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	lr.CPU = window(s)
+	if ctx.Err() != nil && lr.Aborted == "" {
+		lr.Aborted = "time limit reached: " + ctx.Err().Error()
+	}
+	lr.Latency = summarize("lease-renew", lat, wall)
+	lr.Latency.Concurrency = len(last)
+	lr.Latency.Errors = lr.Failed
+	lr.Latency.Aborted = lr.Aborted != ""
+	lr.Latency.FirstError = first
+	slices.Sort(lag)
+	lr.LagP50Ms, lr.LagP99Ms = ms(percentile(lag, 0.5)), ms(percentile(lag, 0.99))
+	if len(lag) > 0 {
+		lr.LagMaxMs = ms(lag[len(lag)-1])
+	}
+	if len(lr.FailedStatuses) == 0 {
+		lr.FailedStatuses = nil
+	}
+	if len(lr.FastStatuses) == 0 {
+		lr.FastStatuses = nil
+	}
+}
+
+// deleteNamespace deletes the namespace and waits until it is gone.
+func deleteNamespace(c *coreClient, nsURL string, wait time.Duration) string {
+	ctx, cancel := context.WithTimeout(context.Background(), wait+10*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	code, b, err := c.do(ctx, http.MethodDelete, nsURL, nil)
+	if err != nil || (code != http.StatusOK && code != http.StatusAccepted) {
+		return fmt.Sprintf("DELETE namespace: HTTP %d %v %s", code, err, truncate(b, 300))
+	}
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		code, _, err := c.do(ctx, http.MethodGet, nsURL, nil)
+		if err == nil && code == http.StatusNotFound {
+			return fmt.Sprintf("namespace deleted, gone after %.1f s", time.Since(t0).Seconds())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Sprintf("namespace deleted, still there (Terminating) after %v", wait)
+}
+
+func printCore(r *coreResult) {
+	fmt.Printf("%s: server %s  namespace %s  protocol %s  client-cert %v  ConfigMap body %d bytes (%d of data)\n",
+		r.Name, r.Server, r.Namespace, r.Protocol, r.ClientCert, r.ConfigMapBytes, r.ConfigMapData)
+	fmt.Printf("%-16s %4s %6s %6s %9s %9s %8s %8s %8s %8s %8s %9s\n", "phase", "conc", "reqs", "errors", "wall_s", "req/s", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "srv_cpu_s")
+	cpu := func(w *cpuWindow) string {
+		if w == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", w.TotalSec)
+	}
+	for _, p := range r.Phases {
+		fmt.Printf("%-16s %4d %6d %6d %9.3f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f %9s\n", p.Name, p.Concurrency, p.Requests, p.Errors, p.WallSec, p.PerSecond, p.MeanMs, p.P50Ms, p.P90Ms, p.P99Ms, p.MaxMs, cpu(p.CPU))
+	}
+	for i, s := range r.Lists {
+		fmt.Printf("list %d: %.2f ms, %d items, %d bytes, HTTP %d\n", i+1, s.Ms, s.Items, s.Bytes, s.Status)
+	}
+	if len(r.Lists) > 0 {
+		fmt.Printf("list median %.2f ms (min %.2f, max %.2f); server CPU over the lists %s s\n", r.ListMedianMs, r.ListMinMs, r.ListMaxMs, cpu(r.ListCPU))
+	}
+	if lr := r.Lease; lr != nil && lr.TicksPerLease > 0 {
+		p := lr.Latency
+		fmt.Printf("leases: %d renewed every %.1fs for %.0fs: %d scheduled, %d ok, %d failed %v, %d fast-path refused %v, %d ticks missed\n",
+			lr.Leases, lr.PeriodSec, lr.DurationSec, lr.Scheduled, lr.OK, lr.Failed, lr.FailedStatuses, lr.FastPathRefused, lr.FastStatuses, lr.Missed)
+		fmt.Printf("renewal latency: mean %.2f p50 %.2f p90 %.2f p99 %.2f max %.2f ms; %.1f renewals/s; start lag p50 %.2f p99 %.2f max %.2f ms; PUT body %d bytes\n",
+			p.MeanMs, p.P50Ms, p.P90Ms, p.P99Ms, p.MaxMs, p.PerSecond, lr.LagP50Ms, lr.LagP99Ms, lr.LagMaxMs, lr.PutBodyBytes)
+		for _, w := range []struct {
+			what string
+			w    *cpuWindow
+		}{{"idle", lr.Idle}, {"renewals", lr.CPU}} {
+			if w.w == nil {
+				continue
+			}
+			fmt.Printf("server CPU, %s: %.2f s over %.1f s (%.1f%% of one core)", w.what, w.w.TotalSec, w.w.WallSec, w.w.CorePct)
+			for _, pc := range w.w.Procs {
+				fmt.Printf("; %s %.2f s", pc.Name, pc.CPUSec)
+				if !pc.Counted {
+					fmt.Printf(" (not counted)")
+				}
+				if pc.Error != "" {
+					fmt.Printf(" [%s]", pc.Error)
+				}
+			}
+			fmt.Println()
+		}
+		for _, m := range lr.RSSEnd {
+			fmt.Printf("after the renewals: %s pid %d VmRSS %.1f MiB %s\n", m.Name, m.PID, m.VMRSSMiB, m.Error)
+		}
+		if lr.Aborted != "" {
+			fmt.Printf("renewals aborted: %s\n", lr.Aborted)
+		}
+	}
+	if r.Cleanup != "" {
+		fmt.Printf("cleanup: %s\n", r.Cleanup)
+	}
+	for _, f := range r.Failures {
+		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
+	}
+	if r.Error != "" {
+		fmt.Printf("ERROR: %s\n", r.Error)
+	}
+}
