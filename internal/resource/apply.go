@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
@@ -28,7 +30,8 @@ func (c *call) apply(sub string) {
 		c.fail(err)
 		return
 	}
-	if _, err := c.fieldValidation("PatchOptions"); err != nil {
+	directive, err := c.fieldValidation("PatchOptions")
+	if err != nil {
 		c.fail(err)
 		return
 	}
@@ -83,6 +86,18 @@ func (c *call) apply(sub string) {
 			// it is the client's mistake, so 400 with the same text.
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
+		// Duplicate fields in the applied YAML, as Kubernetes checks them
+		// once the apply succeeded.
+		if directive == metav1.FieldValidationStrict || directive == metav1.FieldValidationWarn {
+			if err := sigsyaml.UnmarshalStrict(body, &map[string]any{}); err != nil {
+				if directive == metav1.FieldValidationStrict {
+					return nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", err))
+				}
+				for _, w := range yamlWarnings(err.Error()) {
+					request.AddWarning(c.w, w)
+				}
+			}
+		}
 		obj, errs := NewObject(out.(*unstructured.Unstructured).Object)
 		if len(errs) > 0 {
 			return nil, c.invalid("", c.info.Name, errs)
@@ -126,4 +141,19 @@ func (c *call) apply(sub string) {
 		return
 	}
 	c.respond(http.StatusOK, raw)
+}
+
+// yamlWarnings splits a strict YAML decoding error into one warning per
+// problem, as Kubernetes words them.
+func yamlWarnings(msg string) []string {
+	for _, prefix := range []string{"yaml: unmarshal errors:\n", "error converting YAML to JSON: yaml: unmarshal errors:\n"} {
+		if rest, ok := strings.CutPrefix(msg, prefix); ok {
+			lines := strings.Split(rest, "\n")
+			for i, l := range lines {
+				lines[i] = strings.TrimSpace(l)
+			}
+			return lines
+		}
+	}
+	return []string{msg}
 }

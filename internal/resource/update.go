@@ -3,6 +3,7 @@ package resource
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,6 +62,13 @@ func (c *call) update(sub string) {
 		return
 	}
 	raw, err := c.guaranteedUpdate(name, sub, dry, func(cur *Object) (*Object, error) {
+		// A uid in the body is a precondition on the stored object, as in
+		// Kubernetes' update handler.
+		if obj.Meta.UID != "" && obj.Meta.UID != cur.Meta.UID {
+			return nil, apierrors.NewConflict(c.res.GroupResource(), name, fmt.Errorf(
+				"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %v, UID in object meta: %v",
+				c.res.Key(c.namespace, name), obj.Meta.UID, cur.Meta.UID))
+		}
 		next := obj.DeepCopy()
 		if next.Meta.ResourceVersion == "" {
 			next.Meta.ResourceVersion = cur.Meta.ResourceVersion

@@ -264,7 +264,7 @@ func (v *Version) ValidateStatus(ctx context.Context, obj, old map[string]any) f
 	var errs field.ErrorList
 	if st, ok := obj["status"]; ok && v.status != nil && !v.statusCheck.valid(st) {
 		correlated := common.NewCorrelatedObject(obj, old, v.celSchema)
-		errs = apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), st, old["status"], v.status, apiservervalidation.WithRatcheting(correlated))
+		errs = apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), st, old["status"], v.status, apiservervalidation.WithRatcheting(correlated.Key("status")))
 	}
 	return append(errs, v.validateCEL(ctx, obj, old, errs, ratchet{})...)
 }
