@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -129,3 +130,89 @@ func TestApplyFieldValidation(t *testing.T) {
 		t.Fatalf("ignore: %d %v", r.code, r.header)
 	}
 }
+
+// A CRD in a protected group gets KubernetesAPIApprovalPolicyConformant
+// from its api-approved.kubernetes.io annotation (Kubernetes' own
+// controller); other groups get none.
+func TestAPIApprovalCondition(t *testing.T) {
+	e := start(t)
+	for _, c := range []struct {
+		group, annotation string
+		status            apiextensionsv1.ConditionStatus
+		reason, message   string
+	}{
+		{"approved.k8s.io", "https://github.com/kubernetes/kubernetes/pull/78458", apiextensionsv1.ConditionTrue, "ApprovedAnnotation", "approved in https://github.com/kubernetes/kubernetes/pull/78458"},
+		{"unapproved.kubernetes.io", "unapproved, experimental", apiextensionsv1.ConditionFalse, "UnapprovedAnnotation", "not approved: \"unapproved, experimental\""},
+		{"invalid.x-k8s.io", "", "", "", ""},
+	} {
+		crd := widgetCRD(t)
+		crd.Spec.Group = c.group
+		crd.Name = "widgets." + c.group
+		if c.annotation != "" {
+			crd.Annotations = map[string]string{apiextensionsv1.KubeAPIApprovedAnnotation: c.annotation}
+		}
+		got := e.createCRD(crd)
+		var cond *apiextensionsv1.CustomResourceDefinitionCondition
+		eventually(t, e.ctx, "the approval condition", func() (bool, error) {
+			got, _ = e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, crd.Name, metav1.GetOptions{})
+			cond = findCondition(got, apiextensionsv1.KubernetesAPIApprovalPolicyConformant)
+			return c.status == "" || cond != nil, nil
+		})
+		if c.status == "" {
+			if cond != nil {
+				t.Fatalf("%s: %+v", c.group, cond)
+			}
+			continue
+		}
+		if cond.Status != c.status || cond.Reason != c.reason || cond.Message != c.message {
+			t.Fatalf("%s: %+v", c.group, cond)
+		}
+	}
+	// Without the annotation, or with one that is neither a URL nor
+	// "unapproved, …", a protected group is refused.
+	bad := widgetCRD(t)
+	bad.Spec.Group, bad.Name = "bad.k8s.io", "widgets.bad.k8s.io"
+	bad.Annotations = map[string]string{apiextensionsv1.KubeAPIApprovedAnnotation: "not a url"}
+	if _, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Create(e.ctx, bad, metav1.CreateOptions{}); !apierrors.IsInvalid(err) ||
+		!strings.Contains(err.Error(), `Invalid value: "not a url": protected groups must have approval annotation "api-approved.kubernetes.io" with either a URL or a reason starting with "unapproved"`) {
+		t.Fatalf("invalid annotation: %v", err)
+	}
+	crd := widgetCRD(t)
+	crd.Spec.Group, crd.Name = "none.k8s.io", "widgets.none.k8s.io"
+	_, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Create(e.ctx, crd, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation "api-approved.kubernetes.io"`) {
+		t.Fatalf("no annotation: %v", err)
+	}
+}
+
+// A conversion webhook with an invalid caBundle leaves the CRD not
+// Established, with reason InvalidCABundle.
+func TestInvalidCABundleCondition(t *testing.T) {
+	e := start(t)
+	crd := widgetCRD(t)
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+		ClientConfig:             &apiextensionsv1.WebhookClientConfig{CABundle: []byte("Cg=="), Service: &apiextensionsv1.ServiceReference{Namespace: "default", Name: "example"}},
+		ConversionReviewVersions: []string{"v1"},
+	}}
+	if _, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Create(e.ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, e.ctx, "Established=False InvalidCABundle", func() (bool, error) {
+		got, _ := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, crd.Name, metav1.GetOptions{})
+		cond := findCondition(got, apiextensionsv1.Established)
+		return cond != nil && cond.Status == apiextensionsv1.ConditionFalse && cond.Reason == "InvalidCABundle" && cond.Message == "The conversion webhook CABundle is invalid", nil
+	})
+}
+
+func findCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {
+	if crd == nil {
+		return nil
+	}
+	for i := range crd.Status.Conditions {
+		if crd.Status.Conditions[i].Type == typ {
+			return &crd.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+

@@ -20,6 +20,8 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/util/webhook"
 
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
 	"github.com/crdserver/crdserver/internal/controller"
@@ -108,15 +110,35 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	// accepted (this runs after the registry applied that state): it is
 	// established.
 	if namesCond.Status == apiextensionsv1.ConditionTrue && !apiextensions.IsEstablished(crd) {
-		apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
-			Type:    apiextensionsv1.Established,
-			Status:  apiextensionsv1.ConditionTrue,
-			Reason:  "InitialNamesAccepted",
-			Message: "the initial names have been accepted",
-		})
+		est := establishedCondition(crd)
+		if apihelpers.IsCRDConditionEquivalent(&est, apihelpers.FindCRDCondition(crd, apiextensionsv1.Established)) {
+			return nil
+		}
+		apihelpers.SetCRDCondition(crd, est)
 		return c.write(ctx, crd)
 	}
 	return nil
+}
+
+// establishedCondition is the Established condition of a CRD whose names
+// are accepted, as Kubernetes' establishing controller sets it: True, or
+// False when its conversion webhook's caBundle is not a valid PEM bundle.
+func establishedCondition(crd *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.CustomResourceDefinitionCondition {
+	if conv := crd.Spec.Conversion; conv != nil && conv.Webhook != nil && conv.Webhook.ClientConfig != nil &&
+		len(webhook.ValidateCABundle(field.NewPath(""), conv.Webhook.ClientConfig.CABundle)) > 0 {
+		return apiextensionsv1.CustomResourceDefinitionCondition{
+			Type:    apiextensionsv1.Established,
+			Status:  apiextensionsv1.ConditionFalse,
+			Reason:  "InvalidCABundle",
+			Message: "The conversion webhook CABundle is invalid",
+		}
+	}
+	return apiextensionsv1.CustomResourceDefinitionCondition{
+		Type:    apiextensionsv1.Established,
+		Status:  apiextensionsv1.ConditionTrue,
+		Reason:  "InitialNamesAccepted",
+		Message: "the initial names have been accepted",
+	}
 }
 
 // write stores a CRD's status, then waits until the Index shows it: the
