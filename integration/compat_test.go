@@ -215,4 +215,3 @@ func findCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensi
 	}
 	return nil
 }
-
