@@ -4,10 +4,17 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -214,4 +221,73 @@ func findCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensi
 		}
 	}
 	return nil
+}
+
+// Built-in types answer in protobuf when a client reads only protobuf, as
+// generated clientsets and kube-controller-manager ask; custom resources
+// have no protobuf form (406).
+func TestProtobufResponses(t *testing.T) {
+	e := start(t)
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	ext := apiextensionsclient.NewForConfigOrDie(cfg)
+	ctx := e.ctx
+
+	crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, widgetCRD(t), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create a CRD in protobuf: %v", err)
+	}
+	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("get a CRD in protobuf: %v", err)
+	}
+	cms := kube.CoreV1().ConfigMaps("default")
+	before, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list in protobuf: %v", err)
+	}
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: before.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch in protobuf: %v", err)
+	}
+	defer w.Stop()
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		cm, ok := ev.Object.(*corev1.ConfigMap)
+		if ev.Type != "ADDED" || !ok || cm.Name != "p" || cm.Data["a"] != "b" {
+			t.Fatalf("watch event %v %#v", ev.Type, ev.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch event")
+	}
+	list, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) < 1 {
+		t.Fatalf("list in protobuf: %v %+v", err, list)
+	}
+	// Errors come as a protobuf Status.
+	if _, err := cms.Get(ctx, "nope", metav1.GetOptions{}); !apierrors.IsNotFound(err) || err.Error() != `configmaps "nope" not found` {
+		t.Fatalf("not found in protobuf: %v", err)
+	}
+	r := e.do("GET", "/api/v1/namespaces/default/configmaps/p", "", "Accept", runtime.ContentTypeProtobuf)
+	if r.code != http.StatusOK || r.header.Get("Content-Type") != runtime.ContentTypeProtobuf || !strings.HasPrefix(string(r.body), "k8s\x00") {
+		t.Fatalf("raw protobuf get: %d %v %q", r.code, r.header, r.body)
+	}
+	// Custom resources: 406; a Table cannot be protobuf either.
+	e.mustCreate(widgetsPath, `{"apiVersion":"compat.example.com/v1","kind":"Widget","metadata":{"name":"w"}}`)
+	// (The Status itself comes in protobuf, as Kubernetes sends it.)
+	if r := e.do("GET", widgetsPath+"/w", "", "Accept", runtime.ContentTypeProtobuf); r.code != http.StatusNotAcceptable ||
+		r.header.Get("Content-Type") != runtime.ContentTypeProtobuf || !strings.Contains(string(r.body), "NotAcceptable") {
+		t.Fatalf("a custom resource in protobuf: %d %v %q", r.code, r.header, r.body)
+	}
+	expectStatus(t, e.do("GET", "/api/v1/namespaces/default/configmaps", "", "Accept", runtime.ContentTypeProtobuf+";as=Table;g=meta.k8s.io;v=v1"), http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "")
+	// Metadata-only reads, as the metadata client asks for them.
+	md := metadata.NewForConfigOrDie(e.cfg)
+	pl, err := md.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace("default").List(ctx, metav1.ListOptions{})
+	if err != nil || len(pl.Items) < 1 {
+		t.Fatalf("metadata list: %v", err)
+	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/crdserver/crdserver/internal/apis/events"
 	"github.com/crdserver/crdserver/internal/apis/rbac"
 	"github.com/crdserver/crdserver/internal/apis/storagemigration"
+	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/serviceaccount"
 	"github.com/crdserver/crdserver/internal/store"
@@ -72,7 +73,7 @@ type Options struct {
 // against policy.
 func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o Options) *Builtin {
 	protobufOnce.Do(func() {
-		if err := resource.AddProtobufTypes(corev1.AddToScheme, eventsv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme,
+		if err := request.AddProtobufTypes(corev1.AddToScheme, eventsv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme,
 			rbacv1.AddToScheme, coordinationv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme); err != nil {
 			panic(err)
 		}

@@ -18,6 +18,8 @@ const (
 	FormatJSON Format = iota
 	// FormatYAML is the object itself as YAML.
 	FormatYAML
+	// FormatProtobuf is Kubernetes' protobuf encoding (built-in types).
+	FormatProtobuf
 )
 
 // As names a transformed representation (the media type's as= parameter).
@@ -44,8 +46,11 @@ type Target struct {
 // ContentType is the Content-Type of a response in this representation.
 func (t Target) ContentType() string {
 	base := "application/json"
-	if t.Format == FormatYAML {
+	switch t.Format {
+	case FormatYAML:
 		base = "application/yaml"
+	case FormatProtobuf:
+		return Protobuf
 	}
 	// Kubernetes names the transformation in the Content-Type of aggregated
 	// discovery only; Tables and metadata come as plain JSON.
@@ -61,6 +66,9 @@ type Offer struct {
 	Transforms map[As][]string // values are "group/version"
 	// NoYAML is set for streams (watch), which have no YAML framing.
 	NoYAML bool
+	// Protobuf is set where the objects are of built-in types, which have
+	// a protobuf encoding.
+	Protobuf bool
 }
 
 // Accepted lists the media types a 406 names, as Kubernetes does.
@@ -135,6 +143,12 @@ func Negotiate(r *http.Request, offer Offer) (Target, error) {
 				continue
 			}
 			t.Format = FormatYAML
+		case c.typ == "application" && c.sub == "vnd.kubernetes.protobuf":
+			// Tables have no protobuf encoding, as in Kubernetes.
+			if !offer.Protobuf || As(c.params["as"]) == AsTable {
+				continue
+			}
+			t.Format = FormatProtobuf
 		default:
 			continue
 		}

@@ -65,7 +65,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		slog.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	st.Kind, st.APIVersion = "Status", "v1"
-	t, nerr := Negotiate(r, Offer{})
+	// A Status has a protobuf encoding: a client that reads only protobuf
+	// gets its errors in it.
+	t, nerr := Negotiate(r, Offer{Protobuf: true})
 	if nerr != nil {
 		t = Target{Format: FormatJSON}
 	}
@@ -79,6 +81,14 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 // Write sends a JSON body in the target representation.
 func Write(w http.ResponseWriter, r *http.Request, code int, t Target, body []byte) {
 	switch {
+	case t.Format == FormatProtobuf:
+		p, err := JSONToProtobuf(body)
+		if err != nil {
+			code, body = http.StatusInternalServerError, []byte(err.Error())
+			t = Target{Format: FormatJSON}
+		} else {
+			body = p
+		}
 	case t.Format == FormatYAML:
 		y, err := yaml.JSONToYAML(body)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // Helpers for the built-in APIs' strategies, which work on Go types.
@@ -134,8 +135,8 @@ func builtinTypeConverter() (managedfields.TypeConverter, error) {
 
 var builtinTypes = sync.OnceValue(func() managedfields.TypeConverter {
 	return unionTypeConverter{
-		kube:          applyconfigurations.NewTypeConverter(protoScheme),
-		apiextensions: extapplyconfiguration.NewTypeConverter(protoScheme),
+		kube:          applyconfigurations.NewTypeConverter(request.Scheme()),
+		apiextensions: extapplyconfiguration.NewTypeConverter(request.Scheme()),
 	}
 })
 

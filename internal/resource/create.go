@@ -47,8 +47,8 @@ func (c *call) readBody(optionsKind string) (*Object, bool, error) {
 		return nil, false, err
 	}
 	mt := request.MediaType(c.r)
-	if mt == Protobuf && c.res.Protobuf {
-		if body, err = protobufToJSON(body, c.res.Kind); err != nil {
+	if mt == request.Protobuf && c.res.Protobuf {
+		if body, err = request.ProtobufToJSON(body, c.res.Kind); err != nil {
 			return nil, false, err
 		}
 		mt = "application/json"

@@ -31,8 +31,8 @@ func (c *call) deleteOptions() (*metav1.DeleteOptions, bool, error) {
 	}
 	if len(body) > 0 {
 		mt := request.MediaType(c.r)
-		if mt == Protobuf {
-			if body, err = protobufToJSON(body, "DeleteOptions"); err != nil {
+		if mt == request.Protobuf {
+			if body, err = request.ProtobufToJSON(body, "DeleteOptions"); err != nil {
 				return nil, false, err
 			}
 			mt = "application/json"
@@ -81,7 +81,7 @@ func (c *call) delete() {
 }
 
 func (c *call) respondDeleted(name string, uid types.UID) {
-	t, err := request.Negotiate(c.r, request.Offer{})
+	t, err := request.Negotiate(c.r, c.offer(request.Offer{}))
 	if err != nil {
 		c.fail(err)
 		return
@@ -226,7 +226,7 @@ func (c *call) deleteCollection() {
 		c.fail(err)
 		return
 	}
-	t, err := request.Negotiate(c.r, request.Offer{})
+	t, err := request.Negotiate(c.r, c.offer(request.Offer{}))
 	if err != nil {
 		c.fail(err)
 		return

@@ -170,6 +170,13 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 	}
 }
 
+// offer adds the protobuf encoding to what a response can be turned into,
+// for the built-in types.
+func (c *call) offer(o request.Offer) request.Offer {
+	o.Protobuf = c.res.Protobuf
+	return o
+}
+
 // headerWarnings records warnings as Warning headers.
 type headerWarnings struct{ w http.ResponseWriter }
 
@@ -263,9 +270,9 @@ func tooLarge(requested, current int64) error {
 // respond converts a stored object to the request's version and sends it
 // (as a Table or metadata only, if a get asks for that).
 func (c *call) respond(code int, raw []byte) {
-	offer := request.Offer{}
+	offer := c.offer(request.Offer{})
 	if c.info.Verb == "get" {
-		offer = readOffer
+		offer = c.offer(readOffer)
 	}
 	t, err := request.Negotiate(c.r, offer)
 	if err != nil {

@@ -270,7 +270,7 @@ func (c *call) list() {
 		c.fail(err)
 		return
 	}
-	t, err := request.Negotiate(c.r, readOffer)
+	t, err := request.Negotiate(c.r, c.offer(readOffer))
 	if err != nil {
 		c.fail(err)
 		return

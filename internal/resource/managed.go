@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/request"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -147,7 +148,7 @@ func (objectCreater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 func (c *call) zeroObject() runtime.Object {
 	gvk := schema.FromAPIVersionAndKind(c.apiVersion(), c.res.Kind)
 	if c.res.Protobuf {
-		if typed, err := protoScheme.New(gvk); err == nil {
+		if typed, err := request.Scheme().New(gvk); err == nil {
 			if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed); err == nil {
 				out := &unstructured.Unstructured{Object: u}
 				out.SetGroupVersionKind(gvk)

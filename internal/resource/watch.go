@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/fields"
 
@@ -76,7 +77,7 @@ func (c *call) watch() {
 // watchTarget is what the events' objects are encoded as: the objects
 // themselves, Tables, or metadata only.
 func (c *call) watchTarget() (request.Target, error) {
-	offer := readOffer
+	offer := c.offer(readOffer)
 	offer.NoYAML = true
 	target, err := request.Negotiate(c.r, offer)
 	if err != nil {
@@ -168,6 +169,9 @@ func (c *call) startStream(target request.Target, bookmarks bool) *stream {
 	s.flusher, _ = c.w.(http.Flusher)
 	h := c.w.Header()
 	h.Set("Content-Type", "application/json")
+	if target.Format == request.FormatProtobuf {
+		h.Set("Content-Type", request.ProtobufWatch)
+	}
 	h.Set("Cache-Control", "no-cache, private")
 	c.w.WriteHeader(http.StatusOK)
 	if s.flusher != nil {
@@ -185,6 +189,14 @@ func (s *stream) event(typ string, obj []byte) error {
 		}
 		s.headersSent = true
 		obj = out
+	}
+	if s.target.Format == request.FormatProtobuf {
+		frame, err := request.ProtobufWatchEvent(typ, obj)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		s.buf.Write(frame)
+		return nil
 	}
 	writeEvent(&s.buf, typ, obj)
 	return nil
@@ -208,7 +220,13 @@ func (s *stream) send() bool {
 func (s *stream) fail(err error) {
 	st := request.Status(err)
 	st.Kind, st.APIVersion = "Status", "v1"
-	writeEvent(&s.buf, "ERROR", mustJSON(st))
+	if s.target.Format == request.FormatProtobuf {
+		if frame, err := request.ProtobufWatchEvent("ERROR", mustJSON(st)); err == nil {
+			s.buf.Write(frame)
+		}
+	} else {
+		writeEvent(&s.buf, "ERROR", mustJSON(st))
+	}
 	s.send()
 }
 

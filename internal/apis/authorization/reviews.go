@@ -38,15 +38,15 @@ func Reviews(st *rbacpolicy.Store) []*resource.Resource {
 					request.WriteError(w, r, request.MethodNotAllowed(info.Verb, gr))
 					return
 				}
-				t, err := request.Negotiate(r, request.Offer{})
+				t, err := request.Negotiate(r, request.Offer{Protobuf: true})
 				if err != nil {
 					request.WriteError(w, r, err)
 					return
 				}
 				body, err := request.ReadBody(r)
 				if err == nil {
-					if mt := request.MediaType(r); mt == resource.Protobuf {
-						body, err = resource.ProtobufToJSON(body, kind)
+					if mt := request.MediaType(r); mt == request.Protobuf {
+						body, err = request.ProtobufToJSON(body, kind)
 					} else {
 						body, err = request.ToJSON(body, mt, kind)
 					}

@@ -152,7 +152,7 @@ func (t *TokenRequests) serve(w http.ResponseWriter, r *http.Request, info *requ
 		request.WriteError(w, r, err)
 		return
 	}
-	tgt, err := request.Negotiate(r, request.Offer{})
+	tgt, err := request.Negotiate(r, request.Offer{Protobuf: true})
 	if err != nil {
 		request.WriteError(w, r, err)
 		return
@@ -163,8 +163,8 @@ func (t *TokenRequests) serve(w http.ResponseWriter, r *http.Request, info *requ
 func (t *TokenRequests) create(r *http.Request, info *request.Info) (*authenticationv1.TokenRequest, error) {
 	body, err := request.ReadBody(r)
 	if err == nil {
-		if mt := request.MediaType(r); mt == resource.Protobuf {
-			body, err = resource.ProtobufToJSON(body, "TokenRequest")
+		if mt := request.MediaType(r); mt == request.Protobuf {
+			body, err = request.ProtobufToJSON(body, "TokenRequest")
 		} else {
 			body, err = request.ToJSON(body, mt, "TokenRequest")
 		}
@@ -254,6 +254,7 @@ func (t *TokenRequests) create(r *http.Request, info *request.Info) (*authentica
 		return nil, apierrors.NewInternalError(fmt.Errorf("failed to generate token: %v", err))
 	}
 	req.Status = authenticationv1.TokenRequestStatus{Token: tok, ExpirationTimestamp: metav1.NewTime(now.Add(issue.Expiration))}
+	req.APIVersion, req.Kind = authenticationv1.SchemeGroupVersion.String(), "TokenRequest"
 	return req, nil
 }
 
