@@ -34,7 +34,10 @@ var (
 func newProtobufScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
-	metav1.AddMetaToScheme(s)
+	// PartialObjectMetadata(List), as metadata-only reads answer.
+	if err := metav1.AddMetaToScheme(s); err != nil {
+		panic(err)
+	}
 	return s
 }
 
