@@ -41,6 +41,7 @@ step "golangci-lint (version pinned in tools/go.mod)"
 (cd tools && go build -o ../bin/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
 ./bin/golangci-lint run ./...
 (cd e2e && ../bin/golangci-lint run --config ../.golangci.yml ./...)
+(cd examples/embed && go vet ./... && ../../bin/golangci-lint run --config ../../.golangci.yml ./...)
 
 if [ "$mode" = quick ]; then
   step "unit tests"
@@ -51,6 +52,9 @@ fi
 
 step "unit and integration tests (race detector)"
 go test -race -count=1 ./...
+
+step "the embedding example, a module of its own (examples/embed)"
+(cd examples/embed && go test -count=1 ./...)
 
 step "fuzzing, a fixed number of inputs per target"
 # package:target:inputs (a few seconds each on 2 cores)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"crypto/tls"
+	"encoding/base64"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -153,4 +154,28 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// TestConversionExampleAsDocumented follows examples/crontab-conversion's
+// README: the versioned CRD of crd.yaml, its URL and caBundle filled in
+// with the webhook's, the v1beta1 object of crontab-v1beta1.yaml, read in
+// both versions with kubectl.
+func TestConversionExampleAsDocumented(t *testing.T) {
+	srv := startServer(t)
+	k := newKubectl(t, srv)
+	w := startWebhook(t)
+	crd, err := os.ReadFile("../examples/crontab-conversion/crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := strings.NewReplacer("URL", w.url, "CABUNDLE", base64.StdEncoding.EncodeToString(w.caPEM)).Replace(string(crd))
+	k.runStdin(t, manifest, "apply", "-f", "-")
+	k.run(t, "wait", "--for=condition=Established", "crd/crontabs.example.com", "--timeout=60s")
+	k.run(t, "apply", "-f", "../examples/crontab-conversion/crontab-v1beta1.yaml")
+	if got := k.run(t, "get", "crontabs.v1beta1.example.com", "my-cron", "-o", "jsonpath={.hostPort}"); got != "localhost:7070" {
+		t.Fatalf("v1beta1: %q", got)
+	}
+	if got := k.run(t, "get", "crontabs.v1.example.com", "my-cron", "-o", "jsonpath={.host} {.port}"); got != "localhost 7070" {
+		t.Fatalf("v1: %q", got)
+	}
 }
