@@ -13,9 +13,11 @@ import (
 	"sync"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/crdserver/crdserver/internal/apis"
+	"github.com/crdserver/crdserver/internal/apis/conversionrules"
 	"github.com/crdserver/crdserver/internal/audit"
 	"github.com/crdserver/crdserver/internal/auth"
 	"github.com/crdserver/crdserver/internal/auth/rbac"
@@ -106,16 +108,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.policy = rbac.NewStore()
-	s.builtin = apis.New(newCache, s.policy, apis.Options{Store: s.store, EventTTL: cfg.EventTTL, Tokens: s.tokens})
+	rules := &conversionrules.Options{}
+	s.builtin = apis.New(newCache, s.policy, apis.Options{Store: s.store, EventTTL: cfg.EventTTL, Tokens: s.tokens, ConversionRules: rules})
 	s.tokens.SetObjects(s.builtin.TokenObjects(s.store))
 	s.registry = registry.New(registry.Options{
-		Storage:    s.store,
-		NewCache:   newCache,
-		Builtins:   s.builtin.All,
-		CRDs:       s.builtin.CRDs,
-		Conversion: cfg.Conversion.internal(),
-		Log:        s.log,
+		Storage:         s.store,
+		NewCache:        newCache,
+		Builtins:        s.builtin.All,
+		CRDs:            s.builtin.CRDs,
+		ConversionRules: s.builtin.ConversionRules,
+		Conversion:      cfg.Conversion.internal(),
+		Log:             s.log,
 	})
+	rules.CRD = func(name string) *apiextensionsv1.CustomResourceDefinition { return s.registry.Index().CRDs[name] }
 	s.policy.Follow(runCtx, rbacCaches(s.builtin.RBAC), s.log)
 
 	authnOpts := auth.Options{Insecure: cfg.Insecure, TokenFile: cfg.TokenAuthFile, Anonymous: !cfg.DisableAnonymous,

@@ -25,6 +25,7 @@ import (
 
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
 	"github.com/crdserver/crdserver/internal/apis/authorization"
+	"github.com/crdserver/crdserver/internal/apis/conversionrules"
 	"github.com/crdserver/crdserver/internal/apis/coordination"
 	"github.com/crdserver/crdserver/internal/apis/core"
 	"github.com/crdserver/crdserver/internal/apis/events"
@@ -43,6 +44,7 @@ type Builtin struct {
 	// The resources others look up by what they are.
 	Namespaces, Leases, CRDs, Migrations                   *resource.Resource
 	ConfigMaps, Secrets, ServiceAccounts, Events, EventsV1 *resource.Resource
+	ConversionRules                                        *resource.Resource
 	// NamespaceTerminations are the namespaces this server marked
 	// Terminating a moment ago (for the NamespaceLifecycle check).
 	NamespaceTerminations *core.Terminations
@@ -66,6 +68,9 @@ type Options struct {
 	// Tokens issues ServiceAccount tokens (nil: serviceaccounts/token is
 	// not served).
 	Tokens *serviceaccount.Tokens
+	// ConversionRules check declarative conversion rules; their CRD
+	// lookup is filled in once the registry exists.
+	ConversionRules *conversionrules.Options
 }
 
 // New builds the built-in resources, each served from the watch cache
@@ -100,11 +105,15 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 		tokens.Objects = b.TokenObjects(o.Store)
 	}
 	b.EventsV1 = events.Events(b.Events)
+	if o.ConversionRules == nil {
+		o.ConversionRules = &conversionrules.Options{}
+	}
+	b.ConversionRules = conversionrules.Resource(newCache(conversionrules.Prefix), o.ConversionRules)
 	b.ClusterRoles = b.RBAC[0]
 	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events, b.EventsV1)
 	b.All = append(b.All, authorization.Reviews(policy)...)
 	b.All = append(b.All, b.RBAC...)
-	b.All = append(b.All, b.CRDs, b.Leases, b.Migrations)
+	b.All = append(b.All, b.CRDs, b.Leases, b.Migrations, b.ConversionRules)
 	return b
 }
 

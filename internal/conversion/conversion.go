@@ -127,6 +127,26 @@ func Strategy(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (Conv
 	return nil, fmt.Errorf("unknown conversion strategy %q for CRD %s", crd.Spec.Conversion.Strategy, crd.Name)
 }
 
+// ForRules returns the converter of a CRD whose conversion declarative
+// rules replace: the rules, followed by the target version's schema. Rules
+// that do not compile for the CRD's versions (it changed since they were
+// accepted) give a Failing converter and the error.
+func ForRules(crd *apiextensionsv1.CustomResourceDefinition, rs RuleSet, schemas map[string]*schema.Version, schemaRev int64) (Converter, error) {
+	var versions []string
+	for _, v := range crd.Spec.Versions {
+		versions = append(versions, v.Name)
+	}
+	var inner Converter
+	rules, errs := NewRules(rs, crd.Spec.Group, versions)
+	err := errs.ToAggregate()
+	if err != nil {
+		inner = Failing{Err: fmt.Errorf("the conversion rules of %s: %w", crd.Name, err)}
+	} else {
+		inner = rules
+	}
+	return &WithSchemas{Inner: inner, Schemas: schemas, SchemaRev: schemaRev}, err
+}
+
 // ForCRD returns the converter of a CRD's objects: its strategy, followed
 // by the target version's schema (see WithSchemas). schemaRev is the
 // revision of the CRD write that brought schemas. A strategy that cannot

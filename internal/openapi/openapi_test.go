@@ -166,6 +166,7 @@ func TestRootListsBuiltinDocuments(t *testing.T) {
 		"apis/apiextensions.k8s.io", "apis/apiextensions.k8s.io/v1",
 		"apis/coordination.k8s.io", "apis/coordination.k8s.io/v1",
 		"apis/storagemigration.k8s.io", "apis/storagemigration.k8s.io/v1", "apis/storagemigration.k8s.io/v1beta1",
+		"apis/conversion.crdserver.io", "apis/conversion.crdserver.io/v1alpha1",
 		"version",
 	}
 	for _, path := range want {

@@ -14,6 +14,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+
+	"github.com/crdserver/crdserver/internal/apis/conversionrules"
 )
 
 // builtinScheme holds the Go types of the built-in groups crdserver
@@ -31,6 +33,7 @@ var builtinScheme = sync.OnceValue(func() *runtime.Scheme {
 		svmv1.AddToScheme,
 		svmv1beta1.AddToScheme,
 		apiextensionsv1.AddToScheme,
+		conversionrules.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			panic(err)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
+	"github.com/crdserver/crdserver/internal/apis/conversionrules"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/customresource"
 	"github.com/crdserver/crdserver/internal/store"
@@ -18,12 +19,98 @@ func (r *Registry) Start(ctx context.Context) error {
 	if err := r.WaitReady(ctx); err != nil {
 		return err
 	}
+	if r.opts.ConversionRules != nil {
+		if err := r.opts.ConversionRules.Cache.WaitReady(ctx); err != nil {
+			return err
+		}
+		// The rules are known before the CRDs are first applied: a CRD is
+		// never served with the wrong conversion.
+		r.loadRules()
+	}
 	r.done = make(chan struct{})
 	go func() {
 		defer close(r.done)
+		if r.opts.ConversionRules != nil {
+			go r.followRules(r.ctx)
+		}
 		r.followCRDs(r.ctx)
 	}()
 	return nil
+}
+
+// loadRules reads every stored ConversionRules.
+func (r *Registry) loadRules() {
+	l := r.opts.ConversionRules.Cache.List(store.ListOptions{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range l.Items {
+		if e := decodeRules(it); e != nil {
+			r.rules[it.Name] = e
+		}
+	}
+}
+
+func decodeRules(it *store.Item) *ruleEntry {
+	cr, err := conversionrules.Decode(it.Raw)
+	if err != nil {
+		return nil
+	}
+	return &ruleEntry{spec: cr.Spec, rev: it.Rev}
+}
+
+// followRules applies changes of ConversionRules to their CRDs.
+func (r *Registry) followRules(ctx context.Context) {
+	store.Follow(ctx, r.opts.ConversionRules.Cache, func(items []*store.Item, _ int64) {
+		r.mu.Lock()
+		seen := map[string]bool{}
+		for _, it := range items {
+			seen[it.Name] = true
+			if e := decodeRules(it); e != nil {
+				r.rules[it.Name] = e
+			}
+		}
+		for name := range r.rules {
+			if !seen[name] {
+				delete(r.rules, name)
+			}
+		}
+		r.mu.Unlock()
+		r.reapplyAll()
+	}, func(ev store.Event) {
+		r.mu.Lock()
+		if ev.Type == store.Deleted {
+			delete(r.rules, ev.Item.Name)
+		} else if e := decodeRules(ev.Item); e != nil {
+			r.rules[ev.Item.Name] = e
+		}
+		r.mu.Unlock()
+		r.reapply(ev.Item.Name)
+	})
+}
+
+// reapply rebuilds one CRD's resource (its conversion rules changed).
+func (r *Registry) reapply(name string) {
+	r.mu.Lock()
+	e := r.defs[name]
+	r.mu.Unlock()
+	if e == nil || e.crd == nil {
+		return
+	}
+	if it, _ := r.opts.CRDs.Cache.Get(r.opts.CRDs.Key("", name)); it != nil {
+		r.applyCRD(it)
+	}
+}
+
+func (r *Registry) reapplyAll() {
+	r.mu.Lock()
+	names := make([]string, 0, len(r.defs))
+	for n := range r.defs {
+		names = append(names, n)
+	}
+	r.mu.Unlock()
+	for _, n := range names {
+		r.reapply(n)
+	}
 }
 
 // followCRDs keeps the registry in step with the stored CRDs.
@@ -93,8 +180,15 @@ func (r *Registry) applyCRD(it *store.Item) {
 			e.schemas, e.schemaGen, e.schemaRev = schemas, crd.Generation, it.Rev
 			e.conv = nil
 		}
-		if e.conv == nil || !apiequality.Semantic.DeepEqual(e.convSpec, crd.Spec.Conversion) {
-			conv, err := conversion.ForCRD(crd, e.schemas, e.schemaRev, r.opts.Conversion)
+		rules := r.rules[crd.Name]
+		if e.conv == nil || !apiequality.Semantic.DeepEqual(e.convSpec, crd.Spec.Conversion) || e.convRules != rules {
+			var conv conversion.Converter
+			var err error
+			if rules != nil {
+				conv, err = conversion.ForRules(crd, rules.spec, e.schemas, e.schemaRev)
+			} else {
+				conv, err = conversion.ForCRD(crd, e.schemas, e.schemaRev, r.opts.Conversion)
+			}
 			if err != nil {
 				// Served without conversion between versions: reads in
 				// another version fail with the reason.
@@ -102,6 +196,7 @@ func (r *Registry) applyCRD(it *store.Item) {
 			}
 			e.conv = conv
 			e.convSpec = crd.Spec.Conversion.DeepCopy()
+			e.convRules = rules
 		}
 		e.res = customresource.New(crd, cache, e.conv, e.schemas)
 	}

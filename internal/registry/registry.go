@@ -78,9 +78,12 @@ type Options struct {
 	// NewCache makes the watch cache of a custom resource's key prefix.
 	NewCache func(prefix string) *store.Cache
 	// Builtins are the built-in resources, in discovery order; CRDs is the
-	// one among them whose objects define the custom resources.
-	Builtins []*resource.Resource
-	CRDs     *resource.Resource
+	// one among them whose objects define the custom resources, and
+	// ConversionRules (optional) the one whose objects replace a CRD's
+	// conversion by declarative rules.
+	Builtins        []*resource.Resource
+	CRDs            *resource.Resource
+	ConversionRules *resource.Resource
 	// Conversion tunes webhook conversion.
 	Conversion conversion.Options
 	Log        *slog.Logger
@@ -102,6 +105,7 @@ type Registry struct {
 	index       atomic.Pointer[Index]
 	caches      map[string]*store.Cache // custom resource caches by key prefix
 	defs        map[string]*crdEntry    // by CRD name
+	rules       map[string]*ruleEntry   // declarative conversion rules, by CRD name
 	synced      atomic.Bool
 	// applied is the revision of the last CRD change the Index reflects.
 	applied   atomic.Int64
@@ -122,6 +126,15 @@ type crdEntry struct {
 	// conversions survive status changes.
 	conv     conversion.Converter
 	convSpec *apiextensionsv1.CustomResourceConversion
+	// convRules is the rule set conv was built from (nil: the CRD's
+	// strategy).
+	convRules *ruleEntry
+}
+
+// ruleEntry is one stored ConversionRules.
+type ruleEntry struct {
+	spec conversion.RuleSet
+	rev  int64
 }
 
 // New creates a registry that serves the built-in resources. Start makes
@@ -135,6 +148,7 @@ func New(opts Options) *Registry {
 		log:    opts.Log,
 		caches: map[string]*store.Cache{},
 		defs:   map[string]*crdEntry{},
+		rules:  map[string]*ruleEntry{},
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	ch := make(chan struct{})

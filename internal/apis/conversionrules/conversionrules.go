@@ -1,0 +1,203 @@
+// Package conversionrules is crdserver's own API for declarative
+// conversion: conversion.crdserver.io/v1alpha1 ConversionRules, one per
+// CRD (named after it), whose spec (conversion.RuleSet) says how the CRD's
+// versions convert through a hub version with named rules and CEL. On
+// crdserver the rules replace the CRD's conversion strategy, in process; the
+// same rules run as an ordinary conversion webhook (`crdserver
+// conversion-webhook --rules FILE`) so that the CRD, unchanged, also works
+// on a Kubernetes cluster. A rule set is accepted only if it compiles for
+// the CRD's versions and converts sample objects of every version to every
+// other and back without losing anything.
+package conversionrules
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/store"
+)
+
+// Group and Version of the API.
+const (
+	Group   = "conversion.crdserver.io"
+	Version = "v1alpha1"
+)
+
+// Prefix is where ConversionRules live in etcd.
+const Prefix = "/registry/" + Group + "/conversionrules/"
+
+// ConversionRules are the conversion rules of one CRD, named after it.
+type ConversionRules struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              conversion.RuleSet `json:"spec"`
+}
+
+// Options are what the resource checks rule sets with.
+type Options struct {
+	// CRD returns the stored CRD of a name, or nil.
+	CRD func(name string) *apiextensionsv1.CustomResourceDefinition
+	// Prove converts sample objects of every version to every other and
+	// back with the rules and returns what they lose (nil: nothing).
+	Prove func(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, rules *conversion.Rules) field.ErrorList
+}
+
+// Resource is the conversionrules resource, served from cache.
+func Resource(cache *store.Cache, o *Options) *resource.Resource {
+	return &resource.Resource{
+		Group:          Group,
+		Plural:         "conversionrules",
+		Singular:       "conversionrules",
+		Kind:           "ConversionRules",
+		ListKind:       "ConversionRulesList",
+		Versions:       []*resource.Version{{Name: Version}},
+		StorageVersion: Version,
+		KeyPrefix:      Prefix,
+		Cache:          cache,
+		Strategy:       strategy{o},
+		Converter:      conversion.None{},
+		Table:          table{},
+		FieldManagers:  &resource.FieldManagers{Group: Group, Kind: "ConversionRules", Converter: conversion.None{}},
+		Verbs:          resource.DefaultVerbs,
+	}
+}
+
+// Decode reads the rule set of a stored ConversionRules.
+func Decode(raw []byte) (*ConversionRules, error) {
+	obj, err := resource.DecodeObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	return resource.Typed[ConversionRules](obj)
+}
+
+type strategy struct{ o *Options }
+
+func (strategy) Normalize(obj *resource.Object) ([]error, error) {
+	return resource.NormalizeTyped[ConversionRules](obj, "ConversionRules", Version, nil)
+}
+
+func (strategy) PrepareForCreate(_ context.Context, obj *resource.Object) { obj.Meta.Generation = 1 }
+
+func (strategy) PrepareForUpdate(_ context.Context, obj, old *resource.Object) {
+	obj.Meta.Generation = old.Meta.Generation
+	if !reflect.DeepEqual(obj.Content["spec"], old.Content["spec"]) {
+		obj.Meta.Generation++
+	}
+}
+
+func (s strategy) Validate(ctx context.Context, obj *resource.Object) field.ErrorList {
+	cr, err := resource.Typed[ConversionRules](obj)
+	if err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
+	}
+	crd := s.o.CRD(cr.Name)
+	if crd == nil {
+		return field.ErrorList{field.NotFound(field.NewPath("metadata", "name"), cr.Name)}
+	}
+	var versions []string
+	for _, v := range crd.Spec.Versions {
+		versions = append(versions, v.Name)
+	}
+	rules, errs := conversion.NewRules(cr.Spec, crd.Spec.Group, versions)
+	if errs != nil {
+		return errs
+	}
+	if s.o.Prove != nil {
+		return s.o.Prove(ctx, crd, rules)
+	}
+	return nil
+}
+
+func (s strategy) ValidateUpdate(ctx context.Context, obj, _ *resource.Object) field.ErrorList {
+	return s.Validate(ctx, obj)
+}
+
+// table is kubectl's table of ConversionRules: Name, Hub, Age.
+type table struct{}
+
+func (table) ConvertToTable(_ context.Context, _ string, objs []*unstructured.Unstructured, noHeaders bool) (*metav1.Table, error) {
+	tbl := &metav1.Table{}
+	if !noHeaders {
+		tbl.ColumnDefinitions = []metav1.TableColumnDefinition{
+			{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]},
+			{Name: "Hub", Type: "string", Description: "The version conversions go through."},
+			{Name: "Age", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]},
+		}
+	}
+	for _, o := range objs {
+		hub, _, _ := unstructured.NestedString(o.Object, "spec", "hub")
+		tbl.Rows = append(tbl.Rows, metav1.TableRow{Cells: []any{o.GetName(), hub, resource.Age(o.GetCreationTimestamp())}})
+	}
+	return tbl, nil
+}
+
+// ConversionRulesList is a list of ConversionRules.
+type ConversionRulesList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ConversionRules `json:"items"`
+}
+
+// SchemeGroupVersion is the API's group and version.
+var SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: Version}
+
+// AddToScheme registers the API's types (for OpenAPI).
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(SchemeGroupVersion, &ConversionRules{}, &ConversionRulesList{})
+	metav1.AddToGroupVersion(s, SchemeGroupVersion)
+	return nil
+}
+
+// DeepCopyObject implements runtime.Object.
+func (c *ConversionRules) DeepCopyObject() runtime.Object { return deepCopy(c) }
+
+// DeepCopyObject implements runtime.Object.
+func (l *ConversionRulesList) DeepCopyObject() runtime.Object { return deepCopy(l) }
+
+// deepCopy copies an object through JSON (these types are plain data).
+func deepCopy[T any](in *T) *T {
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic(err)
+	}
+	out := new(T)
+	if err := json.Unmarshal(b, out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// OpenAPIModelName names the type in OpenAPI documents.
+func (ConversionRules) OpenAPIModelName() string {
+	return "io.crdserver.conversion.v1alpha1.ConversionRules"
+}
+
+// OpenAPIModelName names the type in OpenAPI documents.
+func (ConversionRulesList) OpenAPIModelName() string {
+	return "io.crdserver.conversion.v1alpha1.ConversionRulesList"
+}
+
+// SwaggerDoc describes the fields (kubectl explain).
+func (ConversionRules) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":         "ConversionRules convert the objects of the CustomResourceDefinition they are named after between its versions, in crdserver itself, without a webhook: every version converts to and from a hub version by named rules (rename, mapValues, split, join, wrap, unwrap, default, remove, annotation) and CEL expressions. A rule set is accepted only if it loses nothing on sample objects of every version.",
+		"metadata": "Standard object's metadata; the name is the CRD's.",
+		"spec":     "The hub version and each other version's rules.",
+	}
+}
+
+// SwaggerDoc describes the fields (kubectl explain).
+func (ConversionRulesList) SwaggerDoc() map[string]string {
+	return map[string]string{"": "A list of ConversionRules.", "metadata": "Standard list metadata.", "items": "The ConversionRules."}
+}
