@@ -74,6 +74,14 @@ func (c *call) delete() {
 		return
 	}
 	if !deleted {
+		// The object stays (finalizers): it is answered in the request's
+		// version, or, when that conversion fails (a webhook that is
+		// down), with a Status: the deletion happened all the same.
+		if _, err := c.convert([][]byte{raw}); err != nil {
+			c.h.Log.Warn("delete: the object is answered as a Status", "resource", c.res.String(), "name", c.info.Name, "err", err)
+			c.respondDeleted(c.info.Name, uid)
+			return
+		}
 		c.respond(http.StatusOK, raw)
 		return
 	}
@@ -103,9 +111,17 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 		return nil, "", false, c.storeError(err, name)
 	}
 	for {
-		cur, err := c.decodeStored(kv)
+		// Deleting needs no conversion: the object is read and, when
+		// finalizers keep it, written as it is stored, so that a
+		// conversion webhook that is down does not block deletions
+		// (kubernetes/kubernetes#71925).
+		raw, err := jsonraw.SetResourceVersion(kv.Value, kv.ModRevision)
 		if err != nil {
-			return nil, "", false, err
+			return nil, "", false, apierrors.NewInternalError(err)
+		}
+		cur, err := DecodeObject(raw)
+		if err != nil {
+			return nil, "", false, apierrors.NewInternalError(err)
 		}
 		if p := opts.Preconditions; p != nil {
 			if p.UID != nil && *p.UID != cur.Meta.UID {
@@ -148,7 +164,12 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 		if keep {
 			data, err := c.toStorage(next)
 			if err != nil {
-				return nil, "", false, err
+				// Only metadata changed: written in the version it is
+				// stored in when it cannot be converted to the storage
+				// version now.
+				if data, err = next.encodeForStorage(); err != nil {
+					return nil, "", false, apierrors.NewInternalError(err)
+				}
 			}
 			if bytes := data; string(bytes) == string(kv.Value) || dry {
 				out, err := jsonraw.SetResourceVersion(data, kv.ModRevision)
@@ -223,8 +244,10 @@ func (c *call) deleteCollection() {
 	}
 	items, err := c.convert(out)
 	if err != nil {
-		c.fail(err)
-		return
+		// They are deleted: what could not be converted is answered as
+		// stored rather than failing a deletion that happened.
+		c.h.Log.Warn("deletecollection: objects answered as stored", "resource", c.res.String(), "err", err)
+		items = out
 	}
 	t, err := request.Negotiate(c.r, c.offer(request.Offer{}))
 	if err != nil {

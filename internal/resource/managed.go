@@ -3,21 +3,23 @@ package resource
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"unicode"
 
-	"github.com/crdserver/crdserver/internal/conversion"
-	"github.com/crdserver/crdserver/internal/request"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // FieldManagers builds and keeps the field managers of one resource:
@@ -142,6 +144,55 @@ func (objectCreater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	return u, nil
 }
 
+// trackKeepingOtherVersions tracks a write with the managers of other
+// versions taken as managers of the request's version (their field sets
+// read on its schema), then gives their entries back their versions: what
+// they own stays theirs, less what this write took over.
+func (c *call) trackKeepingOtherVersions(fm *managedfields.FieldManager, liveObj runtime.Object, newObj *unstructured.Unstructured) (runtime.Object, error) {
+	own := c.apiVersion()
+	type entryKey struct{ manager, operation, subresource string }
+	versions := map[entryKey]string{}
+	relabel := func(o runtime.Object) {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		entries := u.GetManagedFields()
+		for i, e := range entries {
+			if e.APIVersion != own {
+				versions[entryKey{e.Manager, string(e.Operation), e.Subresource}] = e.APIVersion
+				entries[i].APIVersion = own
+			}
+		}
+		u.SetManagedFields(entries)
+	}
+	live := liveObj.DeepCopyObject()
+	relabel(live)
+	relabel(newObj)
+	if len(versions) == 0 {
+		return nil, errors.New("no manager of another version")
+	}
+	out, err := fm.Update(live, newObj, c.managerName())
+	if err != nil {
+		return nil, err
+	}
+	u, ok := out.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("unexpected %T", out)
+	}
+	entries := u.GetManagedFields()
+	for i, e := range entries {
+		if e.Manager == c.managerName() && e.Operation == metav1.ManagedFieldsOperationUpdate {
+			continue // this write's own entry is in the request's version
+		}
+		if v, ok := versions[entryKey{e.Manager, string(e.Operation), e.Subresource}]; ok {
+			entries[i].APIVersion = v
+		}
+	}
+	u.SetManagedFields(entries)
+	return u, nil
+}
+
 // zeroObject is what a create replaces: nothing, or for a built-in type
 // its Go type's zero value (fields a new object leaves at their zero value
 // are then not its manager's, as on Kubernetes).
@@ -214,7 +265,18 @@ func (c *call) track(live, next *Object, sub string) *Object {
 	} else {
 		liveObj = c.zeroObject()
 	}
-	out := fm.UpdateNoErrors(liveObj, &unstructured.Unstructured{Object: next.ToUnstructured()}, c.managerName())
+	newObj := &unstructured.Unstructured{Object: next.ToUnstructured()}
+	out, err := fm.Update(liveObj.DeepCopyObject(), newObj.DeepCopy(), c.managerName())
+	if err != nil {
+		// Most likely a manager of another version whose conversion
+		// failed (a webhook that is down): its entry is kept as it is and
+		// the write is tracked without it, rather than losing either.
+		out, err = c.trackKeepingOtherVersions(fm, liveObj, newObj)
+		if err != nil {
+			c.h.Log.Warn("managedFields not updated", "resource", c.res.String(), "err", err)
+			out = fm.UpdateNoErrors(liveObj, newObj, c.managerName())
+		}
+	}
 	u, ok := out.(*unstructured.Unstructured)
 	if !ok {
 		return next

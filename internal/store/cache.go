@@ -70,8 +70,10 @@ type Cache struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
-	// streams counts the watch streams the cache opened.
-	streams int
+	// streams counts the watch streams the cache opened; streamCtx is the
+	// context of the current one (progress requests name its stream).
+	streams   int
+	streamCtx context.Context
 
 	// followCancel ends the current etcd watch (tests break it with it);
 	// beforeResume, when set, runs before a failed watch is resumed.
@@ -277,6 +279,7 @@ func (c *Cache) follow(ctx context.Context, rev int64, progress func()) error {
 	defer cancel()
 	c.mu.Lock()
 	c.followCancel = cancel
+	c.streamCtx = wctx
 	c.mu.Unlock()
 	wch := c.store.cli.Watch(wctx, c.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1),
 		clientv3.WithPrevKV(), clientv3.WithProgressNotify())
@@ -442,7 +445,7 @@ func (c *Cache) WaitFresh(ctx context.Context, rev int64) error {
 	asked := false
 	for {
 		c.mu.RLock()
-		cur, ch, ready, stopped := c.rev, c.revCh, c.ready, c.stopped
+		cur, ch, ready, stopped, stream := c.rev, c.revCh, c.ready, c.stopped, c.streamCtx
 		c.mu.RUnlock()
 		if stopped {
 			return errors.New("watch cache stopped")
@@ -450,10 +453,12 @@ func (c *Cache) WaitFresh(ctx context.Context, rev int64) error {
 		if ready && cur >= rev {
 			return nil
 		}
-		if ready && !asked && c.store != nil {
-			// Nothing changed under our prefix since rev: ask etcd to tell
-			// us how far it is.
-			_ = c.store.cli.RequestProgress(clientv3.WithRequireLeader(context.Background()))
+		if ready && !asked && c.store != nil && stream != nil && stream.Err() == nil {
+			// Nothing changed under our prefix since rev: ask etcd, on our
+			// watch's stream, to tell us how far it is.
+			pctx, cancel := context.WithTimeout(stream, time.Second)
+			_ = c.store.cli.RequestProgress(pctx)
+			cancel()
 			asked = true
 		}
 		select {

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/internal/evolution"
+	"github.com/crdserver/crdserver/server"
+)
+
+const checkOld = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: crontabs.stable.example.com}
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab, shortNames: [ct]}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+              image: {type: string}
+              replicas: {type: integer}
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+              image: {type: string}
+              replicas: {type: integer, maximum: 10}
+`
+
+// checkNew drops v1beta1 (served, not deprecated), removes .spec.image
+// and lowers the maximum of .spec.replicas in v1, and adds a field.
+const checkNew = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: crontabs.stable.example.com}
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab, shortNames: [ct]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+              replicas: {type: integer, maximum: 5}
+              suspend: {type: boolean}
+`
+
+const checkWant = `field-removed version=v1 path=.spec.image: field image was removed
+maximum-lowered version=v1 path=.spec.replicas: maximum lowered from 10 to 5
+served-version-removed version=v1beta1 path=: served version v1beta1 was removed without being deprecated first
+`
+
+func writeCheckFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func checkYAMLToJSON(t *testing.T, doc string) string {
+	t.Helper()
+	b, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	oldFile := writeCheckFile(t, dir, "old.yaml", checkOld)
+	newFile := writeCheckFile(t, dir, "new.yaml", checkNew)
+	newJSON := writeCheckFile(t, dir, "new.json", checkYAMLToJSON(t, checkNew))
+	twoDocs := writeCheckFile(t, dir, "two.yaml", checkOld+"---\n"+checkNew)
+	configMap := writeCheckFile(t, dir, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+	v1beta1 := writeCheckFile(t, dir, "beta.yaml", strings.Replace(checkOld, "apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1", 1))
+	// Only a comment and a document separator around the CRD: still one.
+	padded := writeCheckFile(t, dir, "padded.yaml", "# the CRD\n---\n"+checkOld+"---\n")
+	// A file that leaves listKind, singular and the conversion out is the
+	// same CRD once defaulted.
+	defaulted := writeCheckFile(t, dir, "defaulted.yaml", strings.Replace(checkOld, "singular: crontab, ", "", 1))
+
+	cases := []struct {
+		name      string
+		args      []string
+		stdin     string
+		code      int
+		stdout    string // exact, unless json or stderrHas
+		json      bool
+		stderrHas string
+	}{
+		{name: "no change", args: []string{oldFile, oldFile}, code: 0, stdout: ""},
+		{name: "no change once defaulted", args: []string{oldFile, defaulted}, code: 0, stdout: ""},
+		{name: "breaking changes", args: []string{oldFile, newFile}, code: 1, stdout: checkWant},
+		{name: "JSON file, flags after the files", args: []string{oldFile, newJSON, "-o", "text"}, code: 1, stdout: checkWant},
+		{name: "JSON output", args: []string{"-o", "json", oldFile, newFile}, code: 1, json: true},
+		{name: "JSON output, no findings", args: []string{"-o=json", oldFile, padded}, code: 0, stdout: "[]\n"},
+		{name: "new from stdin", args: []string{oldFile, "-"}, stdin: checkNew, code: 1, stdout: checkWant},
+		{name: "old from stdin", args: []string{"-", newFile}, stdin: checkOld, code: 1, stdout: checkWant},
+		{name: "additions only", args: []string{newFile, newFile}, code: 0, stdout: ""},
+		{name: "help", args: []string{"-h"}, code: 0, stderrHas: "Exit status: 0 no findings, 1 findings, 2 usage or input error"},
+		{name: "one argument", args: []string{oldFile}, code: 2, stderrHas: "want OLD and NEW"},
+		{name: "three arguments", args: []string{oldFile, newFile, newFile}, code: 2, stderrHas: "want OLD and NEW"},
+		{name: "both stdin", args: []string{"-", "-"}, code: 2, stderrHas: "only one of OLD and NEW"},
+		{name: "bad output", args: []string{"-o", "yaml", oldFile, newFile}, code: 2, stderrHas: "-o must be text or json"},
+		{name: "unknown flag", args: []string{"--nope", oldFile, newFile}, code: 2, stderrHas: "flag provided but not defined"},
+		{name: "missing file", args: []string{oldFile, filepath.Join(dir, "nope.yaml")}, code: 2, stderrHas: "nope.yaml"},
+		{name: "two documents", args: []string{oldFile, twoDocs}, code: 2, stderrHas: "found 2 documents"},
+		{name: "not a CRD", args: []string{configMap, oldFile}, code: 2, stderrHas: `kind "ConfigMap"`},
+		{name: "v1beta1 CRD", args: []string{v1beta1, oldFile}, code: 2, stderrHas: "apiextensions.k8s.io/v1beta1"},
+		{name: "bad YAML", args: []string{oldFile, "-"}, stdin: "apiVersion: [", code: 2, stderrHas: "crdserver check-crd: -:"},
+		{name: "live CRD without a server", args: []string{"--kubeconfig", filepath.Join(dir, "nope.kubeconfig"), "crd/crontabs.stable.example.com", newFile}, code: 2, stderrHas: "crd/crontabs.stable.example.com"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runCheck(tc.args, strings.NewReader(tc.stdin), &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout.String(), stderr.String())
+			}
+			switch {
+			case tc.json:
+				var got []evolution.Finding
+				if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+					t.Fatalf("%v\n%s", err, stdout.String())
+				}
+				if evolution.FormatText(got) != checkWant {
+					t.Errorf("JSON findings:\n%s", stdout.String())
+				}
+			case tc.stderrHas != "":
+				if !strings.Contains(stderr.String(), tc.stderrHas) {
+					t.Errorf("stderr does not say %q:\n%s", tc.stderrHas, stderr.String())
+				}
+			default:
+				if stdout.String() != tc.stdout {
+					t.Errorf("stdout:\n%s\nwant:\n%s\nstderr:\n%s", stdout.String(), tc.stdout, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+func TestCheckCommandLiveCRD(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := server.Start(ctx, server.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(checkOld), crd); err != nil {
+		t.Fatal(err)
+	}
+	ext := apiextensionsclient.NewForConfigOrDie(srv.RESTConfig())
+	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	oldFile := writeCheckFile(t, dir, "old.yaml", checkOld)
+	newFile := writeCheckFile(t, dir, "new.yaml", checkNew)
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string
+	}{
+		{args: []string{"--kubeconfig", srv.KubeconfigPath(), "crd/crontabs.stable.example.com", newFile}, code: 1, stdout: checkWant},
+		{args: []string{"--kubeconfig", srv.KubeconfigPath(), "crd/crontabs.stable.example.com", oldFile}, code: 0, stdout: ""},
+		{args: []string{"--kubeconfig", srv.KubeconfigPath(), "crd/nothere.example.com", oldFile}, code: 2},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runCheck(tc.args, strings.NewReader(""), &stdout, &stderr)
+		if code != tc.code || (tc.code != 2 && stdout.String() != tc.stdout) {
+			t.Errorf("%v: exit code %d (want %d)\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", tc.args, code, tc.code, stdout.String(), tc.stdout, stderr.String())
+		}
+		if tc.code == 2 && !strings.Contains(stderr.String(), "not found") {
+			t.Errorf("%v: stderr:\n%s", tc.args, stderr.String())
+		}
+	}
+}
