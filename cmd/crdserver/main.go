@@ -5,6 +5,8 @@
 //	kubectl --kubeconfig crdserver-data/admin.kubeconfig get crd
 //	go run ./cmd/crdserver migrate crontabs.stable.example.com
 //	                                            # rewrite stored objects in the storage version
+//	go run ./cmd/crdserver check-crd old.yaml new.yaml
+//	                                            # changes that break a CRD's clients (exit 1 if any)
 package main
 
 import (
@@ -36,6 +38,8 @@ func run(args []string) error {
 		switch args[0] {
 		case "migrate":
 			return runMigrate(args[1:], os.Stdout)
+		case "check-crd":
+			os.Exit(runCheck(args[1:], os.Stdin, os.Stdout, os.Stderr))
 		case "serve":
 			args = args[1:]
 		}
