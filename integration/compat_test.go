@@ -291,3 +291,56 @@ func TestProtobufResponses(t *testing.T) {
 		t.Fatalf("metadata list: %v", err)
 	}
 }
+
+// CRD changes that break the deprecation policy or existing clients are
+// Warning headers, and refused with one cause per finding where enforced.
+func TestCRDChangeChecks(t *testing.T) {
+	e := start(t)
+	e.createCRD(widgetCRD(t))
+	e.mustCreate(widgetsPath, `{"apiVersion":"compat.example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":3}}`)
+	update := func(edit func(crd *apiextensionsv1.CustomResourceDefinition)) response {
+		t.Helper()
+		crd, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, "widgets.compat.example.com", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(crd)
+		crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+		return e.do("PUT", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+crd.Name, mustJSON(crd))
+	}
+	// A removed field: a warning naming the rule, version and path.
+	r := update(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		delete(crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties, "phase")
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"] = crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"]
+	})
+	if r.code != http.StatusOK || !strings.Contains(strings.Join(r.header.Values("Warning"), "\n"), `field-removed version=v1 path=.status.phase`) {
+		t.Fatalf("a removed field: %d %v %s", r.code, r.header.Values("Warning"), r.body)
+	}
+	// A maximum that the stored object does not fail is no finding; one it
+	// fails is.
+	r = update(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		max := 10.0
+		p := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		size := p.Properties["size"]
+		size.Maximum = &max
+		p.Properties["size"] = size
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = p
+	})
+	if r.code != http.StatusOK || len(r.header.Values("Warning")) != 0 {
+		t.Fatalf("a maximum no object exceeds: %d %v", r.code, r.header.Values("Warning"))
+	}
+	// Enforced by the annotation: refused, one cause per finding.
+	r = update(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Annotations = map[string]string{"crdserver.io/enforce-compatibility": "true"}
+		max := 2.0
+		p := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		size := p.Properties["size"]
+		size.Maximum = &max
+		p.Properties["size"] = size
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = p
+	})
+	st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "")
+	if st.Details == nil || len(st.Details.Causes) < 1 || !strings.Contains(st.Message, "maximum-lowered version=v1 path=.spec.size") {
+		t.Fatalf("enforced: %+v", st)
+	}
+}

@@ -151,6 +151,11 @@ type Config struct {
 	EncryptionProviderConfig string
 	// ServiceAccounts configures ServiceAccount tokens.
 	ServiceAccounts ServiceAccountOptions
+	// EnforceCRDCompatibility refuses (422) every CRD change that breaks
+	// the deprecation policy or existing clients; by default they are
+	// Warning headers, and refused only for CRDs annotated
+	// crdserver.io/enforce-compatibility: "true".
+	EnforceCRDCompatibility bool
 }
 
 // ServiceAccountOptions configure the tokens of ServiceAccounts

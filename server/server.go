@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,10 +18,12 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/crdserver/crdserver/internal/apis"
+	"github.com/crdserver/crdserver/internal/apis/apiextensions"
 	"github.com/crdserver/crdserver/internal/apis/conversionrules"
 	"github.com/crdserver/crdserver/internal/audit"
 	"github.com/crdserver/crdserver/internal/auth"
 	"github.com/crdserver/crdserver/internal/auth/rbac"
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/encryption"
 	"github.com/crdserver/crdserver/internal/loopback"
 	"github.com/crdserver/crdserver/internal/registry"
@@ -109,7 +112,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.policy = rbac.NewStore()
 	rules := &conversionrules.Options{}
-	s.builtin = apis.New(newCache, s.policy, apis.Options{Store: s.store, EventTTL: cfg.EventTTL, Tokens: s.tokens, ConversionRules: rules})
+	compat := &apiextensions.Compatibility{Enforce: cfg.EnforceCRDCompatibility}
+	s.builtin = apis.New(newCache, s.policy, apis.Options{Store: s.store, EventTTL: cfg.EventTTL, Tokens: s.tokens, ConversionRules: rules, CRDCompatibility: compat})
 	s.tokens.SetObjects(s.builtin.TokenObjects(s.store))
 	s.registry = registry.New(registry.Options{
 		Storage:         s.store,
@@ -121,6 +125,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Log:             s.log,
 	})
 	rules.CRD = func(name string) *apiextensionsv1.CustomResourceDefinition { return s.registry.Index().CRDs[name] }
+	compat.ExistingObjects = s.existingObjects
 	s.policy.Follow(runCtx, rbacCaches(s.builtin.RBAC), s.log)
 
 	authnOpts := auth.Options{Insecure: cfg.Insecure, TokenFile: cfg.TokenAuthFile, Anonymous: !cfg.DisableAnonymous,
@@ -175,6 +180,33 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// maxCheckedObjects bounds how many stored objects a CRD change is checked
+// against.
+const maxCheckedObjects = 1000
+
+// existingObjects are (up to maxCheckedObjects of) a CRD's stored objects,
+// in a version, from its watch cache, for the compatibility checks of a
+// CRD change.
+func (s *Server) existingObjects(crd *apiextensionsv1.CustomResourceDefinition, version string) []map[string]any {
+	res := s.registry.Index().CRDResources[crd.Name]
+	if res == nil || res.Cache == nil {
+		return nil
+	}
+	items := res.Cache.List(store.ListOptions{Limit: maxCheckedObjects}).Items
+	raws, err := conversion.Items(context.Background(), res.Converter, items, res.APIVersion(version))
+	if err != nil {
+		return nil
+	}
+	out := make([]map[string]any, 0, len(raws))
+	for _, raw := range raws {
+		var obj map[string]any
+		if json.Unmarshal(raw, &obj) == nil {
+			out = append(out, obj)
+		}
+	}
+	return out
 }
 
 // newTokens loads the ServiceAccount signing key (made in the data dir

@@ -46,46 +46,47 @@ func run(args []string) error {
 	}
 	fs := flag.NewFlagSet("crdserver", flag.ContinueOnError)
 	var (
-		dataDir      = fs.String("data-dir", "crdserver-data", "folder for the embedded etcd's data and admin.kubeconfig")
-		bind         = fs.String("bind-address", "127.0.0.1", "address to listen on")
-		port         = fs.Int("port", 6443, "port to listen on (0: any free port)")
-		etcdServers  = fs.String("etcd-servers", "", "comma-separated URLs of an external etcd cluster to use instead of the embedded one")
-		etcdCA       = fs.String("etcd-cafile", "", "CA bundle to verify the external etcd's certificates")
-		etcdCert     = fs.String("etcd-certfile", "", "client certificate for the external etcd")
-		etcdKey      = fs.String("etcd-keyfile", "", "client key for the external etcd")
-		compaction   = fs.Duration("etcd-compaction-interval", 5*time.Minute, "how often to compact old etcd revisions (0 disables)")
-		shutdown     = fs.Duration("shutdown-timeout", 60*time.Second, "how long to wait for requests in flight on SIGINT/SIGTERM")
-		minReqTimout = fs.Duration("min-request-timeout", 30*time.Minute, "shortest timeout of a watch that sets none (watches last between it and twice it)")
-		logLevel     = fs.String("log-level", "info", "debug, info, warn or error")
-		services     = serviceAddresses{}
-		auditLog     = fs.String("audit-log-path", "", "append audit.k8s.io/v1 Events to this file as JSON lines (\"-\": standard output)")
-		auditPolicy  = fs.String("audit-policy-file", "", "audit.k8s.io/v1 Policy choosing what is logged at which level (default: every request at Metadata)")
-		auditMaxSize = fs.Int("audit-log-maxsize", 0, "rotate the audit log when it reaches this many megabytes (0: never)")
-		auditBackups = fs.Int("audit-log-maxbackup", 0, "rotated audit logs to keep (0: all)")
-		auditMaxAge  = fs.Int("audit-log-maxage", 0, "days to keep rotated audit logs (0: forever)")
-		insecure     = fs.Bool("insecure-http", false, "serve plain HTTP, trusting every request with everything (loopback bind address only)")
-		tlsCert      = fs.String("tls-cert-file", "", "serving certificate (PEM, with its chain); default: one crdserver makes in <data-dir>/pki")
-		tlsKey       = fs.String("tls-private-key-file", "", "key of --tls-cert-file")
-		caCert       = fs.String("ca-cert-file", "", "CA certificate (PEM) to sign the serving and admin certificates with and to trust client certificates of, instead of the CA crdserver makes; give every replica the same one")
-		caKey        = fs.String("ca-key-file", "", "key of --ca-cert-file")
-		clientCA     = fs.String("client-ca-file", "", "more CAs whose client certificates authenticate users (CN user, O groups)")
-		tokenFile    = fs.String("token-auth-file", "", "static bearer tokens, Kubernetes' CSV format: token,user,uid,\"group1,group2\"")
-		anonymous    = fs.Bool("anonymous-auth", true, "serve requests without credentials as system:anonymous (false: 401)")
-		advertise    = fs.String("advertise-address", "", "address clients reach the server on (added to the serving certificate)")
-		tlsSANs      = listFlag{}
-		maxInFlight  = fs.Int("max-requests-inflight", 400, "read-only requests served at once before 429 (watches and system:masters not counted; 0: no limit)")
-		maxMutating  = fs.Int("max-mutating-requests-inflight", 200, "mutating requests served at once before 429 (0: no limit)")
-		leaseDur     = fs.Duration("leader-elect-lease-duration", 10*time.Second, "how long replicas wait for a controller leader that stopped renewing its lease before one of them takes over")
-		renewDead    = fs.Duration("leader-elect-renew-deadline", 7*time.Second, "how long the leader tries to renew its lease before it stops leading")
-		retryPeriod  = fs.Duration("leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the controller lease")
-		reqTimeout   = fs.Duration("request-timeout", 60*time.Second, "time after which a request other than a watch is ended with 504 (0: none)")
-		eventTTL     = fs.Duration("event-ttl", time.Hour, "how long an Event is kept after its last write")
-		encryption   = fs.String("encryption-provider-config", "", "Kubernetes EncryptionConfiguration file: the resources it names (Secrets, usually) are encrypted in etcd")
-		saSigningKey = fs.String("service-account-signing-key-file", "", "private key (PEM, RSA or ECDSA) ServiceAccount tokens are signed with; default one crdserver makes in <data-dir>/pki/sa.key (give every replica the same one)")
-		saMaxExpiry  = fs.Duration("service-account-max-token-expiration", 0, "longest a requested ServiceAccount token may live (0: no bound)")
-		saKeyFiles   = listFlag{}
-		saIssuers    = listFlag{}
-		apiAuds      = listFlag{}
+		dataDir       = fs.String("data-dir", "crdserver-data", "folder for the embedded etcd's data and admin.kubeconfig")
+		bind          = fs.String("bind-address", "127.0.0.1", "address to listen on")
+		port          = fs.Int("port", 6443, "port to listen on (0: any free port)")
+		etcdServers   = fs.String("etcd-servers", "", "comma-separated URLs of an external etcd cluster to use instead of the embedded one")
+		etcdCA        = fs.String("etcd-cafile", "", "CA bundle to verify the external etcd's certificates")
+		etcdCert      = fs.String("etcd-certfile", "", "client certificate for the external etcd")
+		etcdKey       = fs.String("etcd-keyfile", "", "client key for the external etcd")
+		compaction    = fs.Duration("etcd-compaction-interval", 5*time.Minute, "how often to compact old etcd revisions (0 disables)")
+		shutdown      = fs.Duration("shutdown-timeout", 60*time.Second, "how long to wait for requests in flight on SIGINT/SIGTERM")
+		minReqTimout  = fs.Duration("min-request-timeout", 30*time.Minute, "shortest timeout of a watch that sets none (watches last between it and twice it)")
+		logLevel      = fs.String("log-level", "info", "debug, info, warn or error")
+		services      = serviceAddresses{}
+		auditLog      = fs.String("audit-log-path", "", "append audit.k8s.io/v1 Events to this file as JSON lines (\"-\": standard output)")
+		auditPolicy   = fs.String("audit-policy-file", "", "audit.k8s.io/v1 Policy choosing what is logged at which level (default: every request at Metadata)")
+		auditMaxSize  = fs.Int("audit-log-maxsize", 0, "rotate the audit log when it reaches this many megabytes (0: never)")
+		auditBackups  = fs.Int("audit-log-maxbackup", 0, "rotated audit logs to keep (0: all)")
+		auditMaxAge   = fs.Int("audit-log-maxage", 0, "days to keep rotated audit logs (0: forever)")
+		insecure      = fs.Bool("insecure-http", false, "serve plain HTTP, trusting every request with everything (loopback bind address only)")
+		tlsCert       = fs.String("tls-cert-file", "", "serving certificate (PEM, with its chain); default: one crdserver makes in <data-dir>/pki")
+		tlsKey        = fs.String("tls-private-key-file", "", "key of --tls-cert-file")
+		caCert        = fs.String("ca-cert-file", "", "CA certificate (PEM) to sign the serving and admin certificates with and to trust client certificates of, instead of the CA crdserver makes; give every replica the same one")
+		caKey         = fs.String("ca-key-file", "", "key of --ca-cert-file")
+		clientCA      = fs.String("client-ca-file", "", "more CAs whose client certificates authenticate users (CN user, O groups)")
+		tokenFile     = fs.String("token-auth-file", "", "static bearer tokens, Kubernetes' CSV format: token,user,uid,\"group1,group2\"")
+		anonymous     = fs.Bool("anonymous-auth", true, "serve requests without credentials as system:anonymous (false: 401)")
+		advertise     = fs.String("advertise-address", "", "address clients reach the server on (added to the serving certificate)")
+		tlsSANs       = listFlag{}
+		maxInFlight   = fs.Int("max-requests-inflight", 400, "read-only requests served at once before 429 (watches and system:masters not counted; 0: no limit)")
+		maxMutating   = fs.Int("max-mutating-requests-inflight", 200, "mutating requests served at once before 429 (0: no limit)")
+		leaseDur      = fs.Duration("leader-elect-lease-duration", 10*time.Second, "how long replicas wait for a controller leader that stopped renewing its lease before one of them takes over")
+		renewDead     = fs.Duration("leader-elect-renew-deadline", 7*time.Second, "how long the leader tries to renew its lease before it stops leading")
+		retryPeriod   = fs.Duration("leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the controller lease")
+		reqTimeout    = fs.Duration("request-timeout", 60*time.Second, "time after which a request other than a watch is ended with 504 (0: none)")
+		eventTTL      = fs.Duration("event-ttl", time.Hour, "how long an Event is kept after its last write")
+		enforceCompat = fs.Bool("enforce-crd-compatibility", false, "refuse (422) every CRD change that breaks the deprecation policy or existing clients (default: Warning headers, and refusal only for CRDs annotated crdserver.io/enforce-compatibility: \"true\")")
+		encryption    = fs.String("encryption-provider-config", "", "Kubernetes EncryptionConfiguration file: the resources it names (Secrets, usually) are encrypted in etcd")
+		saSigningKey  = fs.String("service-account-signing-key-file", "", "private key (PEM, RSA or ECDSA) ServiceAccount tokens are signed with; default one crdserver makes in <data-dir>/pki/sa.key (give every replica the same one)")
+		saMaxExpiry   = fs.Duration("service-account-max-token-expiration", 0, "longest a requested ServiceAccount token may live (0: no bound)")
+		saKeyFiles    = listFlag{}
+		saIssuers     = listFlag{}
+		apiAuds       = listFlag{}
 	)
 	fs.Var(&saKeyFiles, "service-account-key-file", "more public keys (PEM) that verify ServiceAccount tokens (repeatable)")
 	fs.Var(&saIssuers, "service-account-issuer", "issuer of ServiceAccount tokens; the first is written into new tokens, all are accepted (repeatable; default https://kubernetes.default.svc.cluster.local)")
@@ -137,6 +138,7 @@ func run(args []string) error {
 		LeaderElection:              server.LeaderElectionOptions{LeaseDuration: *leaseDur, RenewDeadline: *renewDead, RetryPeriod: *retryPeriod},
 		EventTTL:                    *eventTTL,
 		EncryptionProviderConfig:    *encryption,
+		EnforceCRDCompatibility:     *enforceCompat,
 		ServiceAccounts: server.ServiceAccountOptions{
 			SigningKeyFile:     *saSigningKey,
 			KeyFiles:           saKeyFiles,

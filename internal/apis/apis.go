@@ -71,6 +71,8 @@ type Options struct {
 	// ConversionRules check declarative conversion rules; their CRD
 	// lookup is filled in once the registry exists.
 	ConversionRules *conversionrules.Options
+	// CRDCompatibility checks CRD changes (nil: not checked).
+	CRDCompatibility *apiextensions.Compatibility
 }
 
 // New builds the built-in resources, each served from the watch cache
@@ -91,7 +93,7 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 		Secrets:               core.Secrets(newCache(core.SecretPrefix)),
 		Events:                core.Events(newCache(core.EventPrefix), o.EventTTL),
 		Leases:                coordination.Leases(newCache(coordination.LeasePrefix)),
-		CRDs:                  apiextensions.CRDs(newCache(apiextensions.CRDPrefix)),
+		CRDs:                  apiextensions.CRDs(newCache(apiextensions.CRDPrefix), o.CRDCompatibility),
 		Migrations:            storagemigration.Migrations(newCache(storagemigration.Prefix)),
 		RBAC:                  rbac.Resources(newCache, policy),
 	}

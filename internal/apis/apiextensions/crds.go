@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/evolution"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/store"
 )
@@ -26,8 +29,26 @@ import (
 // CRDPrefix is where CustomResourceDefinitions live in etcd.
 const CRDPrefix = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
 
-// CRDs is the customresourcedefinitions resource, served from cache.
-func CRDs(cache *store.Cache) *resource.Resource {
+// EnforceAnnotation, set to "true" on a CRD, refuses its changes that
+// break the deprecation policy or its clients (422, one cause per
+// finding) instead of warning about them.
+const EnforceAnnotation = "crdserver.io/enforce-compatibility"
+
+// Compatibility says how CRD changes are checked against the deprecation
+// policy and existing clients (package evolution).
+type Compatibility struct {
+	// Enforce refuses every CRD change with findings, as the annotation
+	// does for one CRD.
+	Enforce bool
+	// ExistingObjects returns the stored objects of a CRD in a version
+	// (a bounded number of them), so that a new constraint is reported
+	// only when some object fails it; nil checks none.
+	ExistingObjects func(crd *apiextensionsv1.CustomResourceDefinition, version string) []map[string]any
+}
+
+// CRDs is the customresourcedefinitions resource, served from cache. CRD
+// changes are checked as compat says.
+func CRDs(cache *store.Cache, compat *Compatibility) *resource.Resource {
 	return &resource.Resource{
 		Group:          apiextensionsv1.GroupName,
 		Plural:         "customresourcedefinitions",
@@ -40,7 +61,7 @@ func CRDs(cache *store.Cache) *resource.Resource {
 		StorageVersion: "v1",
 		KeyPrefix:      CRDPrefix,
 		Cache:          cache,
-		Strategy:       crdStrategy{},
+		Strategy:       crdStrategy{compat: compat},
 		Converter:      conversion.None{},
 		Table:          crdTable{},
 		FieldManagers:  resource.BuiltinFieldManagers(apiextensionsv1.GroupName, "CustomResourceDefinition", true),
@@ -99,7 +120,7 @@ func ToInternal(crd *apiextensionsv1.CustomResourceDefinition) (*apiextensions.C
 // crdStrategy holds Kubernetes' rules for CustomResourceDefinitions: the
 // upstream defaulting and validation, status reset on create, generation
 // on spec changes, and storedVersions kept up to date.
-type crdStrategy struct{}
+type crdStrategy struct{ compat *Compatibility }
 
 // Normalize decodes a body through the v1 type and applies its defaults.
 func (crdStrategy) Normalize(obj *resource.Object) ([]error, error) {
@@ -199,12 +220,55 @@ func (crdStrategy) Validate(ctx context.Context, obj *resource.Object) field.Err
 	return validation.ValidateCustomResourceDefinition(ctx, in)
 }
 
-func (crdStrategy) ValidateUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
+func (s crdStrategy) ValidateUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
 	in, oin, errs := internalPair(obj, old)
 	if errs != nil {
 		return errs
 	}
-	return validation.ValidateCustomResourceDefinitionUpdate(ctx, in, oin)
+	if errs := validation.ValidateCustomResourceDefinitionUpdate(ctx, in, oin); len(errs) > 0 {
+		return errs
+	}
+	if !s.enforced(obj) {
+		return nil
+	}
+	for _, f := range s.findings(obj, old) {
+		p := field.NewPath("spec")
+		if f.Version != "" {
+			p = p.Child("versions").Key(f.Version)
+		}
+		errs = append(errs, field.Forbidden(p, findingText(f)))
+	}
+	return errs
+}
+
+// enforced says whether a CRD's changes with findings are refused.
+func (s crdStrategy) enforced(obj *resource.Object) bool {
+	return s.compat != nil && (s.compat.Enforce || obj.Meta.Annotations[EnforceAnnotation] == "true")
+}
+
+// findings are what package evolution finds in a CRD change of spec.
+func (s crdStrategy) findings(obj, old *resource.Object) []evolution.Finding {
+	if s.compat == nil || reflect.DeepEqual(obj.Content["spec"], old.Content["spec"]) {
+		return nil
+	}
+	crd, err := toCRD(obj)
+	if err != nil {
+		return nil
+	}
+	prev, err := toCRD(old)
+	if err != nil {
+		return nil
+	}
+	var opts evolution.Options
+	if s.compat.ExistingObjects != nil {
+		opts.ExistingObjects = func(version string) []map[string]any { return s.compat.ExistingObjects(prev, version) }
+	}
+	return evolution.CheckCRD(prev, crd, opts)
+}
+
+// findingText is a finding as a warning or a cause says it.
+func findingText(f evolution.Finding) string {
+	return strings.TrimSuffix(evolution.FormatText([]evolution.Finding{f}), "\n")
 }
 
 func (crdStrategy) ValidateStatusUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
@@ -265,12 +329,19 @@ func (crdStrategy) WarningsOnCreate(ctx context.Context, obj *resource.Object) [
 	return upstreamCRDStrategy.WarningsOnCreate(ctx, in)
 }
 
-func (crdStrategy) WarningsOnUpdate(ctx context.Context, obj, old *resource.Object) []string {
+func (s crdStrategy) WarningsOnUpdate(ctx context.Context, obj, old *resource.Object) []string {
 	in, oin, errs := internalPair(obj, old)
 	if errs != nil {
 		return nil
 	}
-	return upstreamCRDStrategy.WarningsOnUpdate(ctx, in, oin)
+	warnings := upstreamCRDStrategy.WarningsOnUpdate(ctx, in, oin)
+	// Enforced CRDs with findings were refused: there is nothing to warn.
+	if !s.enforced(obj) {
+		for _, f := range s.findings(obj, old) {
+			warnings = append(warnings, findingText(f))
+		}
+	}
+	return warnings
 }
 
 // crdTable is Kubernetes' table of CustomResourceDefinitions: Name, Scope,
