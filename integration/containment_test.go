@@ -57,7 +57,10 @@ func TestConversionFailureContained(t *testing.T) {
 	if err := e.kube.CoreV1().Namespaces().Delete(e.ctx, "team", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, func() error { _, err := e.kube.CoreV1().Namespaces().Get(e.ctx, "team", metav1.GetOptions{}); return err })
+	waitGone(t, func() error {
+		_, err := e.kube.CoreV1().Namespaces().Get(e.ctx, "team", metav1.GetOptions{})
+		return err
+	})
 	// And the CRD goes, with whatever objects it still has.
 	if _, err := e.kube.CoreV1().Namespaces().Create(e.ctx, nsObject("more"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

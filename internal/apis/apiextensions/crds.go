@@ -29,7 +29,7 @@ import (
 // CRDPrefix is where CustomResourceDefinitions live in etcd.
 const CRDPrefix = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
 
-// EnforceAnnotation, set to "true" on a CRD, refuses its changes that
+// EnforceAnnotation is the annotation that, set to "true" on a CRD, refuses its changes that
 // break the deprecation policy or its clients (422, one cause per
 // finding) instead of warning about them.
 const EnforceAnnotation = "crdserver.io/enforce-compatibility"
