@@ -7,6 +7,8 @@
 //	                                            # rewrite stored objects in the storage version
 //	go run ./cmd/crdserver check-crd old.yaml new.yaml
 //	                                            # changes that break a CRD's clients (exit 1 if any)
+//	go run ./cmd/crdserver conversion-webhook --rules rules.yaml
+//	                                            # declarative conversion rules as a conversion webhook
 package main
 
 import (
@@ -40,6 +42,8 @@ func run(args []string) error {
 			return runMigrate(args[1:], os.Stdout)
 		case "check-crd":
 			os.Exit(runCheck(args[1:], os.Stdin, os.Stdout, os.Stderr))
+		case "conversion-webhook":
+			return runConversionWebhook(args[1:], os.Stderr)
 		case "serve":
 			args = args[1:]
 		}
