@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"crypto/tls"
-	"encoding/base64"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -51,12 +51,18 @@ type webhook struct {
 // that verify against that certificate, and stops it when the test ends.
 func startWebhook(t *testing.T) *webhook {
 	t.Helper()
-	bin := buildWebhook(t)
+	return startWebhookWith(t, buildWebhook(t))
+}
+
+// startWebhookWith runs the webhook bin with args (and the flags of
+// tryStartWebhook) as startWebhook does.
+func startWebhookWith(t *testing.T, bin string, args ...string) *webhook {
+	t.Helper()
 	// The port is picked by closing a listener, so another process may
 	// take it before the webhook binds it: then try another one.
 	var errs []error
 	for range 3 {
-		w, err := tryStartWebhook(t, bin)
+		w, err := tryStartWebhook(t, bin, args...)
 		if err == nil {
 			t.Cleanup(w.stop)
 			t.Logf("conversion webhook is serving on %s", w.url)
@@ -73,7 +79,9 @@ func startWebhook(t *testing.T) *webhook {
 
 var errPortTaken = errors.New("port taken")
 
-func tryStartWebhook(t *testing.T, bin string) (*webhook, error) {
+// tryStartWebhook runs bin with args and the flags both webhooks take
+// (--bind-address, --port, --cert-out).
+func tryStartWebhook(t *testing.T, bin string, args ...string) (*webhook, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -84,7 +92,7 @@ func tryStartWebhook(t *testing.T, bin string) (*webhook, error) {
 		log:    &syncBuffer{},
 		exited: make(chan struct{}),
 	}
-	w.cmd = exec.Command(bin, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(port), "--cert-out", certFile)
+	w.cmd = exec.Command(bin, append(args, "--bind-address", "127.0.0.1", "--port", strconv.Itoa(port), "--cert-out", certFile)...)
 	w.cmd.Stdout, w.cmd.Stderr = w.log, w.log
 	if err := w.cmd.Start(); err != nil {
 		return nil, err

@@ -42,6 +42,8 @@ func run(args []string) error {
 			return runMigrate(args[1:], os.Stdout)
 		case "check-crd":
 			os.Exit(runCheck(args[1:], os.Stdin, os.Stdout, os.Stderr))
+		case "check-conversion":
+			os.Exit(checkConversion(args[1:], os.Stdout, os.Stderr))
 		case "conversion-webhook":
 			return runConversionWebhook(args[1:], os.Stderr)
 		case "serve":
