@@ -80,3 +80,36 @@ func TestDeclarativeConversion(t *testing.T) {
 		return e.do("GET", v1+"/c1", "").code == http.StatusInternalServerError, nil
 	})
 }
+
+// TestCRDChangeCheckedAgainstRules: a CRD change that its ConversionRules
+// can no longer convert without loss, or that they no longer fit, is
+// reported (Warning headers; 422 where enforced).
+func TestCRDChangeCheckedAgainstRules(t *testing.T) {
+	e := start(t)
+	e.createCRD(cronTabRulesCRD(t))
+	e.mustCreate(rulesPath, cronTabRules)
+	crdPath := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.example.com"
+	patch := func(p string) response {
+		return e.do("PATCH", crdPath, p, "Content-Type", "application/json-patch+json")
+	}
+	// v1 without port: the port of a v1beta1 hostPort has nowhere to go.
+	r := patch(`[{"op":"remove","path":"/spec/versions/1/schema/openAPIV3Schema/properties/port"},
+		{"op":"remove","path":"/spec/versions/1/schema/openAPIV3Schema/x-kubernetes-validations"}]`)
+	warnings := strings.Join(r.header.Values("Warning"), "\n")
+	if r.code != http.StatusOK || !strings.Contains(warnings, `conversion-loses-field version=v1 path=.hostPort: v1beta1→v1→v1beta1 under the ConversionRules: changed hostPort`) {
+		t.Fatalf("port removed: %d %s", r.code, warnings)
+	}
+	// A new version that the rules do not cover.
+	r = patch(`[{"op":"add","path":"/spec/versions/-","value":{"name":"v2","served":true,"storage":false,"schema":{"openAPIV3Schema":{"type":"object"}}}}]`)
+	warnings = strings.Join(r.header.Values("Warning"), "\n")
+	if r.code != http.StatusOK || !strings.Contains(warnings, `conversion-rules-invalid version= path=: the ConversionRules crontabs.example.com no longer fit the CRD (spec.versions: Required value: version \"v2\" has no rules)`) {
+		t.Fatalf("v2 added: %d %s", r.code, warnings)
+	}
+	// Enforced, the same change is refused, with the finding as its cause.
+	r = patch(`[{"op":"add","path":"/metadata/annotations","value":{"crdserver.io/enforce-compatibility":"true"}},
+		{"op":"add","path":"/spec/versions/-","value":{"name":"v3","served":true,"storage":false,"schema":{"openAPIV3Schema":{"type":"object"}}}}]`)
+	st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "")
+	if !strings.Contains(st.Message, `conversion-rules-invalid`) {
+		t.Fatalf("enforced: %s", st.Message)
+	}
+}

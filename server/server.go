@@ -25,6 +25,7 @@ import (
 	"github.com/crdserver/crdserver/internal/auth/rbac"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/encryption"
+	"github.com/crdserver/crdserver/internal/evolution"
 	"github.com/crdserver/crdserver/internal/loopback"
 	"github.com/crdserver/crdserver/internal/registry"
 	"github.com/crdserver/crdserver/internal/resource"
@@ -126,6 +127,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	rules.CRD = func(name string) *apiextensionsv1.CustomResourceDefinition { return s.registry.Index().CRDs[name] }
 	compat.ExistingObjects = s.existingObjects
+	compat.Conversion = s.conversionFindings
 	s.policy.Follow(runCtx, rbacCaches(s.builtin.RBAC), s.log)
 
 	authnOpts := auth.Options{Insecure: cfg.Insecure, TokenFile: cfg.TokenAuthFile, Anonymous: !cfg.DisableAnonymous,
@@ -207,6 +209,23 @@ func (s *Server) existingObjects(crd *apiextensionsv1.CustomResourceDefinition, 
 		}
 	}
 	return out
+}
+
+// conversionFindings checks a new revision of a CRD against its
+// ConversionRules, if it has any.
+func (s *Server) conversionFindings(crd *apiextensionsv1.CustomResourceDefinition) []evolution.Finding {
+	res := s.builtin.ConversionRules
+	it, _ := res.Cache.Get(res.Key("", crd.Name))
+	if it == nil {
+		return nil
+	}
+	cr, err := conversionrules.Decode(it.Raw)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return conversionrules.Findings(ctx, crd, cr.Spec)
 }
 
 // newTokens loads the ServiceAccount signing key (made in the data dir

@@ -44,6 +44,10 @@ type Compatibility struct {
 	// (a bounded number of them), so that a new constraint is reported
 	// only when some object fails it; nil checks none.
 	ExistingObjects func(crd *apiextensionsv1.CustomResourceDefinition, version string) []map[string]any
+	// Conversion returns what the new revision of a CRD does to its
+	// declarative conversion (a version that cannot hold another's
+	// fields); nil checks nothing.
+	Conversion func(crd *apiextensionsv1.CustomResourceDefinition) []evolution.Finding
 }
 
 // CRDs is the customresourcedefinitions resource, served from cache. CRD
@@ -263,7 +267,11 @@ func (s crdStrategy) findings(obj, old *resource.Object) []evolution.Finding {
 	if s.compat.ExistingObjects != nil {
 		opts.ExistingObjects = func(version string) []map[string]any { return s.compat.ExistingObjects(prev, version) }
 	}
-	return evolution.CheckCRD(prev, crd, opts)
+	findings := evolution.CheckCRD(prev, crd, opts)
+	if s.compat.Conversion != nil {
+		findings = append(findings, s.compat.Conversion(crd)...)
+	}
+	return findings
 }
 
 // findingText is a finding as a warning or a cause says it.
@@ -321,12 +329,22 @@ func Servable(crd *apiextensionsv1.CustomResourceDefinition) bool {
 // (unrecognized formats, list-type set on non-scalar items).
 var upstreamCRDStrategy = crdregistry.NewStrategy(nil)
 
-func (crdStrategy) WarningsOnCreate(ctx context.Context, obj *resource.Object) []string {
+func (s crdStrategy) WarningsOnCreate(ctx context.Context, obj *resource.Object) []string {
 	in, _, errs := internalPair(obj, nil)
 	if errs != nil {
 		return nil
 	}
-	return upstreamCRDStrategy.WarningsOnCreate(ctx, in)
+	warnings := upstreamCRDStrategy.WarningsOnCreate(ctx, in)
+	// ConversionRules outlive their CRD: a CRD created again under their
+	// name is converted by them, so say when they do not fit it.
+	if s.compat != nil && s.compat.Conversion != nil {
+		if crd, err := toCRD(obj); err == nil {
+			for _, f := range s.compat.Conversion(crd) {
+				warnings = append(warnings, findingText(f))
+			}
+		}
+	}
+	return warnings
 }
 
 func (s crdStrategy) WarningsOnUpdate(ctx context.Context, obj, old *resource.Object) []string {

@@ -47,9 +47,6 @@ type ConversionRules struct {
 type Options struct {
 	// CRD returns the stored CRD of a name, or nil.
 	CRD func(name string) *apiextensionsv1.CustomResourceDefinition
-	// Prove converts sample objects of every version to every other and
-	// back with the rules and returns what they lose (nil: nothing).
-	Prove func(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, rules *conversion.Rules) field.ErrorList
 }
 
 // Resource is the conversionrules resource, served from cache.
@@ -113,10 +110,7 @@ func (s strategy) Validate(ctx context.Context, obj *resource.Object) field.Erro
 	if errs != nil {
 		return errs
 	}
-	if s.o.Prove != nil {
-		return s.o.Prove(ctx, crd, rules)
-	}
-	return nil
+	return Prove(ctx, crd, rules)
 }
 
 func (s strategy) ValidateUpdate(ctx context.Context, obj, _ *resource.Object) field.ErrorList {
