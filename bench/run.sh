@@ -13,8 +13,11 @@
 #   4b. webhook conversion on crdserver (fresh data dir): crdbench convert serves the
 #      example CronTab webhook itself, creates a Webhook CRD and a None CRD, CONV_N objects in
 #      v1beta1 in each, and times CONV_LISTS GETs of each collection in v1 and v1beta1;
+#   4b'. declarative conversion on crdserver (fresh data dir; RULES=0 skips it): crdbench rules, the
+#      same CronTabs converted by ConversionRules, through the example webhook and by None, RULES_ROUNDS
+#      rounds of CONV_N objects per CRD in a fresh namespace, one cold GET of each then RULES_WARM warm;
 #   4c. in-process benchmarks (GOBENCH=0 skips them): from the repo root,
-#      go test -run '^$' -bench . -benchmem -count GOBENCH_COUNT -benchtime GOBENCH_TIME ./integration ./internal/schema
+#      go test -run '^$' -bench . -benchmem -count GOBENCH_COUNT -benchtime GOBENCH_TIME ./integration ./internal/schema ./internal/conversion
 #      with its output (server log lines removed) in bench/results/gobench.txt;
 #   5. load on the shared reference (./start-reference.sh; stopped again only if this script
 #      started it; the CRD is deleted again only if this script created it), then the same
@@ -31,6 +34,7 @@
 # IDLE (5s), REF (/work/shared/reference), CONVERT (1; 0 skips the webhook conversion phases),
 # REF_CONVERT (1; 0 skips only the reference's), CONV_N (10000), CONV_LISTS (7),
 # GOBENCH (1; 0 skips the in-process go test -bench phase), GOBENCH_COUNT (5), GOBENCH_TIME (1s),
+# RULES (1), RULES_ROUNDS (3), RULES_WARM (3),
 # CORE (1; 0 skips the core types phase), CORE_N (N), LEASES (1000), LEASE_PERIOD (2s),
 # LEASE_DURATION (30s), CORE_IDLE (5s: the servers' idle CPU, measured just before the renewals),
 # CORE_SETTLE (5: seconds between a server's start and the core run; a running kube reference gets none).
@@ -54,6 +58,9 @@ CONV_LISTS="${CONV_LISTS:-7}"
 GOBENCH="${GOBENCH:-1}"
 GOBENCH_COUNT="${GOBENCH_COUNT:-5}"
 GOBENCH_TIME="${GOBENCH_TIME:-1s}"
+RULES="${RULES:-1}"
+RULES_ROUNDS="${RULES_ROUNDS:-3}"
+RULES_WARM="${RULES_WARM:-3}"
 CORE="${CORE:-1}"
 CORE_N="${CORE_N:-$N}"
 LEASES="${LEASES:-1000}"
@@ -341,12 +348,36 @@ if [[ $CONVERT != 0 ]]; then
   fi
 fi
 
+# 4b'. Declarative conversion on crdserver.
+if [[ $RULES != 0 ]]; then
+  echo "# declarative conversion on crdserver (fresh data dir; the webhook is served by crdbench itself)" >>"$OUT/commands.txt"
+  port=$("$CB" freeport)
+  CS_DATA="$WORK/crdserver-rules"
+  CS_URL="https://127.0.0.1:$port"
+  run_bg "$WORK/crdserver" --data-dir "$CS_DATA" --bind-address 127.0.0.1 --port "$port" </dev/null >"$OUT/crdserver-rules.log" 2>&1
+  CS_PID=$!
+  OUR_PIDS+=("$CS_PID")
+  if wait_ok "$CS_URL/readyz" 60 -k; then
+    run "$CB" rules -server "$CS_URL" -cacert "$CS_DATA/pki/ca.crt" -cert "$CS_DATA/pki/admin.crt" -key "$CS_DATA/pki/admin.key" \
+      -n "$CONV_N" -rounds "$RULES_ROUNDS" -warm "$RULES_WARM" -concurrency "$CONC" \
+      -json "$OUT/rules-crdserver.json" || log "crdserver declarative conversion had failures"
+  else
+    log "crdserver (declarative conversion run) did not become ready"
+    extra "- crdserver (declarative conversion run) did not become ready within 60 s"
+  fi
+  stop_pid "$CS_PID"
+  rm -rf -- "$CS_DATA"
+  if [[ $(stat -c %s "$OUT/crdserver-rules.log") -gt 200000 ]]; then
+    { head -n 200 "$OUT/crdserver-rules.log"; echo "[... cut by run.sh ...]"; tail -n 200 "$OUT/crdserver-rules.log"; } >"$WORK/l" && mv "$WORK/l" "$OUT/crdserver-rules.log"
+  fi
+fi
+
 # 4c. In-process benchmarks (go test -bench), with none of our servers running.
 if [[ $GOBENCH != 0 ]]; then
   echo "# in-process benchmarks (go test -bench, from $ROOT); its output without server log lines goes to gobench.txt" >>"$OUT/commands.txt"
   log "go test -bench (about a minute)"
-  SUFFIX=" 2>&1 | drop_logs >$OUT/gobench.txt" logcmd go test -run '^$' -bench . -benchmem -count "$GOBENCH_COUNT" -benchtime "$GOBENCH_TIME" ./integration ./internal/schema
-  go test -run '^$' -bench . -benchmem -count "$GOBENCH_COUNT" -benchtime "$GOBENCH_TIME" ./integration ./internal/schema 2>&1 \
+  SUFFIX=" 2>&1 | drop_logs >$OUT/gobench.txt" logcmd go test -run '^$' -bench . -benchmem -count "$GOBENCH_COUNT" -benchtime "$GOBENCH_TIME" ./integration ./internal/schema ./internal/conversion
+  go test -run '^$' -bench . -benchmem -count "$GOBENCH_COUNT" -benchtime "$GOBENCH_TIME" ./integration ./internal/schema ./internal/conversion 2>&1 \
     | drop_logs >"$OUT/gobench.txt" 2>"$WORK/gobench-dropped"
   rc=${PIPESTATUS[0]}
   dropped=$(cat "$WORK/gobench-dropped" 2>/dev/null)

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/jsonraw"
 )
 
 // Declarative conversion: a CRD's versions converted by rules that are
@@ -664,20 +666,17 @@ func (r *Rules) ConvertObject(obj map[string]any, to string) error {
 }
 
 // Convert implements Converter.
-func (r *Rules) Convert(_ context.Context, objs [][]byte, to string) (Result, error) {
+func (r *Rules) Convert(ctx context.Context, objs [][]byte, to string) (Result, error) {
+	maps, err := r.convertDecoded(ctx, objs, to)
+	if err != nil {
+		return Result{}, err
+	}
 	res := unchanged(objs)
-	for i, raw := range objs {
-		obj, err := decodeNumbers(raw)
-		if err != nil {
-			return Result{}, err
-		}
-		if av, _ := obj["apiVersion"].(string); av == to {
+	for i, m := range maps {
+		if m == nil {
 			continue
 		}
-		if err := r.ConvertObject(obj, to); err != nil {
-			return Result{}, fmt.Errorf("declarative conversion: %w", err)
-		}
-		out, err := json.Marshal(obj)
+		out, err := json.Marshal(m)
 		if err != nil {
 			return Result{}, err
 		}
@@ -688,4 +687,27 @@ func (r *Rules) Convert(_ context.Context, objs [][]byte, to string) (Result, er
 		res.Objects[i], res.Changed[i] = out, true
 	}
 	return res, nil
+}
+
+// convertDecoded implements decodedConverter: objects already in to are
+// nil in the answer.
+func (r *Rules) convertDecoded(_ context.Context, objs [][]byte, to string) ([]map[string]any, error) {
+	out := make([]map[string]any, len(objs))
+	for i, raw := range objs {
+		if av, _, err := jsonraw.String(raw, "apiVersion"); err == nil && av == to {
+			continue
+		}
+		obj, err := decodeObject(raw)
+		if err != nil {
+			return nil, err
+		}
+		if av, _ := obj["apiVersion"].(string); av == to {
+			continue
+		}
+		if err := r.ConvertObject(obj, to); err != nil {
+			return nil, fmt.Errorf("declarative conversion: %w", err)
+		}
+		out[i] = obj
+	}
+	return out, nil
 }

@@ -14,6 +14,11 @@
 //	    webhook in-process over TLS, counting its calls; creates a Webhook CRD
 //	    and a None CRD (v1beta1 storage, v1 served), n objects in v1beta1 in
 //	    each, then times GETs of each collection in v1 and in v1beta1.
+//	crdbench rules    -server URL [TLS flags] -n 10000 -rounds 3 -json F
+//	    declarative conversion (crdserver only): the CronTab list converted
+//	    by ConversionRules in process, through the example webhook, and by
+//	    None; per round, n objects in a fresh namespace in each CRD, one
+//	    cold GET of each collection in v1, then -warm warm GETs.
 //	crdbench core     -server URL [TLS flags] -pid name=PID... -json F
 //	    built-in types: n sequential ConfigMap creates and gets in a namespace
 //	    it creates, plain GETs of their collection, then -leases Leases
@@ -57,6 +62,8 @@ func main() {
 		err = runLoad(os.Args[2:])
 	case "convert":
 		err = runConvert(os.Args[2:])
+	case "rules":
+		err = runRules(os.Args[2:])
 	case "core":
 		err = runCore(os.Args[2:])
 	case "start":
@@ -77,7 +84,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|core|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
 	os.Exit(2)
 }
 

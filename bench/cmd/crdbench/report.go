@@ -286,6 +286,10 @@ func runReport(args []string) error {
 
 	// Webhook conversion (convert-*.json), if measured.
 	convTargets, convFails := convertReport(*dir, p)
+	// Declarative conversion (rules-crdserver.json), if measured.
+	rulesTargets, rulesFails := rulesReport(*dir, p)
+	convTargets = append(convTargets, rulesTargets...)
+	convFails = append(convFails, rulesFails...)
 	// Core types against kube-apiserver (core-*.json), if measured.
 	coreFails := coreReport(*dir, p)
 	// In-process benchmarks (gobench.txt), if run.

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
+)
+
+// crdbench rules (crdserver only): the same CronTab list converted three
+// ways — by declarative ConversionRules in process, through the example
+// webhook, and by None — cold (the first GET after the objects were
+// written: every object converted) and warm (the converted objects
+// shared), round by round in fresh namespaces.
+
+const (
+	rulesGroup   = "rules." + crontab.Group // rules.example.com
+	rulesCRDName = "crontabs." + rulesGroup
+)
+
+// rulesColl is the measured GETs of one CRD's collection in v1.
+type rulesColl struct {
+	Name       string    `json:"name"`
+	CRD        string    `json:"crd"`
+	Conversion string    `json:"conversion"`
+	ColdMs     []float64 `json:"cold_ms"` // one per round
+	WarmMs     []float64 `json:"warm_ms"`
+	ColdMedian float64   `json:"cold_median_ms"`
+	WarmMedian float64   `json:"warm_median_ms"`
+	// Webhook calls and objects during each cold GET (Webhook only).
+	ColdCalls   []int64 `json:"cold_webhook_calls,omitempty"`
+	ColdObjects []int64 `json:"cold_webhook_objects,omitempty"`
+	Items       int     `json:"items"`
+	Bytes       int     `json:"bytes"`
+}
+
+type rulesResult struct {
+	Server      string      `json:"server"`
+	Protocol    string      `json:"protocol"`
+	N           int         `json:"objects"`
+	Rounds      int         `json:"rounds"`
+	Warm        int         `json:"warm_gets_per_round"`
+	Concurrency int         `json:"concurrency"`
+	WebhookURL  string      `json:"webhook_url"`
+	Phases      []phase     `json:"phases"`
+	Colls       []rulesColl `json:"collections"`
+	// Ratios of medians.
+	ColdRulesOverNone    float64   `json:"cold_rules_over_none"`
+	ColdWebhookOverRules float64   `json:"cold_webhook_over_rules"`
+	WarmRulesOverNone    float64   `json:"warm_rules_over_none"`
+	WarmWebhookOverRules float64   `json:"warm_webhook_over_rules"`
+	Failures             []failure `json:"failures,omitempty"`
+	Error                string    `json:"error,omitempty"`
+}
+
+func (r *rulesResult) coll(name string) *rulesColl {
+	for i := range r.Colls {
+		if r.Colls[i].Name == name {
+			return &r.Colls[i]
+		}
+	}
+	return nil
+}
+
+// rulesCRD is crontabCRD for the rules group with what makes the split of
+// hostPort into host and port lossless written into the schemas (as in
+// examples/declarative-conversion): crdserver proves ConversionRules on
+// objects made from the schemas and refuses lossy ones.
+func rulesCRD() []byte {
+	var crd map[string]any
+	_ = json.Unmarshal(crontabCRD(rulesGroup, "", nil), &crd)
+	for _, v := range crd["spec"].(map[string]any)["versions"].([]any) {
+		root := v.(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)
+		props := root["properties"].(map[string]any)
+		pattern := func(field, p string) { props[field].(map[string]any)["pattern"] = p }
+		switch v.(map[string]any)["name"] {
+		case "v1beta1":
+			pattern("hostPort", `^[a-z0-9.-]+:[0-9]+$`)
+		case "v1":
+			pattern("host", `^[a-z0-9.-]+$`)
+			pattern("port", `^[0-9]+$`)
+			root["x-kubernetes-validations"] = []any{map[string]any{"rule": "has(self.host) == has(self.port)"}}
+		}
+	}
+	b, _ := json.Marshal(crd)
+	return b
+}
+
+// rulesObject is the ConversionRules of the rules CRD: v1beta1's hostPort
+// split at ":" into v1's host and port.
+var rulesObject = []byte(`{"apiVersion":"conversion.crdserver.io/v1alpha1","kind":"ConversionRules",
+ "metadata":{"name":"` + rulesCRDName + `"},
+ "spec":{"hub":"v1","versions":[{"name":"v1beta1","toHub":[{"split":{"from":".hostPort","to":[".host",".port"],"separator":":"}}]}]}}`)
+
+func runRules(args []string) error {
+	fs := flag.NewFlagSet("rules", flag.ExitOnError)
+	var t tlsFlags
+	t.register(fs)
+	var (
+		server  = fs.String("server", "", "crdserver base URL, https:// (loopback only)")
+		n       = fs.Int("n", 10000, "objects created in v1beta1 in each CRD, per round")
+		rounds  = fs.Int("rounds", 3, "rounds, each in a namespace of its own: creates, one cold GET of each collection, then -warm warm GETs")
+		warm    = fs.Int("warm", 3, "warm GETs of each collection per round")
+		conc    = fs.Int("concurrency", 8, "workers for the creates")
+		waitFor = fs.Duration("wait", 60*time.Second, "how long to wait for the CRDs to be Established and the rules in use")
+		jsonOut = fs.String("json", "", "write the results as JSON to this file")
+	)
+	_ = fs.Parse(args)
+	u, err := checkLoopback(*server)
+	if err != nil {
+		return err
+	}
+	if *n < 1 || *n > 100000 || *rounds < 1 || *rounds > 20 || *warm < 1 || *warm > 50 || *conc < 1 || *conc > 64 {
+		return errors.New("need 1 <= -n <= 100000, 1 <= -rounds <= 20, 1 <= -warm <= 50, 1 <= -concurrency <= 64")
+	}
+	client, err := newClient(u, t, *conc)
+	if err != nil {
+		return err
+	}
+	base := strings.TrimRight(*server, "/")
+	res := &rulesResult{Server: base, N: *n, Rounds: *rounds, Warm: *warm, Concurrency: *conc}
+
+	cert, certPEM, err := selfSigned("crdbench-crontab-conversion")
+	if err != nil {
+		return err
+	}
+	hook := newWebhookCounter(crontab.NewScheme())
+	mux := http.NewServeMux()
+	mux.Handle("/convert", hook)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ErrorLog:  log.New(io.Discard, "", 0)}
+	go func() { _ = hsrv.ServeTLS(ln, "", "") }()
+	defer hsrv.Close()
+	res.WebhookURL = "https://" + ln.Addr().String() + "/convert"
+
+	l := &loader{client: client, base: base}
+	finish := func(err error) error {
+		if p, ok := l.proto.Load().(string); ok {
+			res.Protocol = p
+		}
+		if err != nil {
+			res.Error = err.Error()
+		}
+		for _, p := range res.Phases {
+			if p.FirstError != nil {
+				res.Failures = append(res.Failures, *p.FirstError)
+			}
+		}
+		printRules(res)
+		if *jsonOut != "" {
+			if werr := writeJSON(*jsonOut, res); werr != nil {
+				return werr
+			}
+		}
+		if err == nil && len(res.Failures) > 0 {
+			err = fmt.Errorf("%d failure(s)", len(res.Failures))
+		}
+		return err
+	}
+	post := func(phase, path string, body []byte, want ...int) bool {
+		code, b, err := l.do(http.MethodPost, base+path, body)
+		if err == nil && slices.Contains(want, code) {
+			return true
+		}
+		f := failure{Phase: phase, Method: http.MethodPost, Path: path, Status: code, Body: truncate(b, 2000)}
+		if err != nil {
+			f.Error = err.Error()
+		}
+		res.Failures = append(res.Failures, f)
+		return false
+	}
+
+	crdPath := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	crds := []struct{ name, group, conversion string }{
+		{rulesCRDName, rulesGroup, "ConversionRules"},
+		{webhookCRDName, crontab.Group, "Webhook"},
+		{noneCRDName, noneGroup, "None"},
+	}
+	for _, c := range crds {
+		body := crontabCRD(c.group, "", nil)
+		switch c.conversion {
+		case "ConversionRules":
+			body = rulesCRD()
+		case "Webhook":
+			body = crontabCRD(c.group, res.WebhookURL, certPEM)
+		}
+		if !post("create-crd "+c.name, crdPath, body, http.StatusCreated) {
+			return finish(fmt.Errorf("could not create CRD %s (it must not exist: run on a fresh crdserver)", c.name))
+		}
+	}
+	for _, c := range crds {
+		if err := l.waitEstablished(c.name, *waitFor); err != nil {
+			return finish(err)
+		}
+	}
+	if !post("create-rules", "/apis/conversion.crdserver.io/v1alpha1/conversionrules", rulesObject, http.StatusCreated) {
+		return finish(errors.New("the ConversionRules were refused"))
+	}
+	// The rules are followed asynchronously: wait until a v1 read of a
+	// probe object (in default, outside the measured namespaces) has
+	// host and port.
+	probe := "/apis/" + rulesGroup + "/v1beta1/namespaces/default/crontabs"
+	if !post("create-probe", probe, crontabBody(rulesGroup, "probe", 1), http.StatusCreated) {
+		return finish(errors.New("could not create the probe object"))
+	}
+	deadline := time.Now().Add(*waitFor)
+	for {
+		code, b, err := l.do(http.MethodGet, base+"/apis/"+rulesGroup+"/v1/namespaces/default/crontabs/probe", nil)
+		if err == nil && code == http.StatusOK && strings.Contains(string(b), `"port":"8001"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return finish(fmt.Errorf("the ConversionRules were not in use within %v (last: %d %s)", *waitFor, code, truncate(b, 300)))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	for _, c := range crds {
+		res.Colls = append(res.Colls, rulesColl{Name: strings.ToLower(c.conversion), CRD: c.name, Conversion: c.conversion})
+	}
+	prefix := "crontab-"
+	name := func(i int) string { return prefix + strconv.Itoa(100000 + i)[1:] }
+	get := func(ns string, c *rulesColl, group string) (float64, webhookCount, bool) {
+		path := "/apis/" + group + "/v1/namespaces/" + ns + "/crontabs"
+		before := hook.snapshot()
+		t0 := time.Now()
+		code, b, err := l.do(http.MethodGet, base+path, nil)
+		d := time.Since(t0)
+		h := hook.snapshot().minus(before)
+		problem := ""
+		switch {
+		case err != nil:
+			problem = err.Error()
+		case code != http.StatusOK:
+			problem = fmt.Sprintf("HTTP %d", code)
+		default:
+			_, problem = checkCronTabs(b, *n, prefix, group+"/v1", c.Conversion != "None")
+		}
+		if problem != "" {
+			res.Failures = append(res.Failures, failure{Phase: "list " + c.Name, Method: http.MethodGet, Path: path, Status: code,
+				Error: "wrong answer: " + problem, Body: truncate(b, 500)})
+			return 0, h, false
+		}
+		c.Items, c.Bytes = *n, len(b)
+		return ms(d), h, true
+	}
+	groupOf := map[string]string{}
+	for _, c := range crds {
+		groupOf[strings.ToLower(c.conversion)] = c.group
+	}
+	for r := range *rounds {
+		ns := fmt.Sprintf("crdbench-rules-%d", r+1)
+		if !post("create-namespace", "/api/v1/namespaces", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`"}}`), http.StatusCreated) {
+			return finish(fmt.Errorf("could not create namespace %s", ns))
+		}
+		for _, c := range crds {
+			bodies := make([][]byte, *n)
+			for i := range bodies {
+				bodies[i] = crontabBody(c.group, name(i), i)
+			}
+			target := base + "/apis/" + c.group + "/v1beta1/namespaces/" + ns + "/crontabs"
+			label := fmt.Sprintf("populate-%s-%d", strings.ToLower(c.conversion), r+1)
+			log.Printf("%s: %d creates", label, *n)
+			p := l.run(label, *n, *conc, func(i int) (string, string, []byte, []int) {
+				return http.MethodPost, target, bodies[i], []int{http.StatusCreated}
+			})
+			res.Phases = append(res.Phases, p)
+			if p.Errors > 0 {
+				return finish(fmt.Errorf("%s: %d of %d creates failed", label, p.Errors, p.Requests))
+			}
+		}
+		// Cold: the first GET of each collection, in an order that turns
+		// round by round.
+		for k := range res.Colls {
+			c := &res.Colls[(k+r)%len(res.Colls)]
+			d, h, ok := get(ns, c, groupOf[c.Name])
+			if !ok {
+				return finish(fmt.Errorf("cold list of %s failed", c.Name))
+			}
+			c.ColdMs = append(c.ColdMs, d)
+			if c.Conversion == "Webhook" {
+				c.ColdCalls = append(c.ColdCalls, h.Calls)
+				c.ColdObjects = append(c.ColdObjects, h.Objects)
+			}
+		}
+		for range *warm {
+			for k := range res.Colls {
+				c := &res.Colls[k]
+				d, _, ok := get(ns, c, groupOf[c.Name])
+				if !ok {
+					return finish(fmt.Errorf("warm list of %s failed", c.Name))
+				}
+				c.WarmMs = append(c.WarmMs, d)
+			}
+		}
+	}
+	for i := range res.Colls {
+		c := &res.Colls[i]
+		c.ColdMedian, c.WarmMedian = median(c.ColdMs), median(c.WarmMs)
+	}
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return math3(a / b)
+	}
+	rules, hookC, none := res.coll("conversionrules"), res.coll("webhook"), res.coll("none")
+	res.ColdRulesOverNone = ratio(rules.ColdMedian, none.ColdMedian)
+	res.ColdWebhookOverRules = ratio(hookC.ColdMedian, rules.ColdMedian)
+	res.WarmRulesOverNone = ratio(rules.WarmMedian, none.WarmMedian)
+	res.WarmWebhookOverRules = ratio(hookC.WarmMedian, rules.WarmMedian)
+	return finish(nil)
+}
+
+func printRules(r *rulesResult) {
+	fmt.Printf("server %s  protocol %s  %d objects per collection, %d rounds, %d warm GETs per round\n", r.Server, r.Protocol, r.N, r.Rounds, r.Warm)
+	for _, c := range r.Colls {
+		fmt.Printf("%-16s cold median %8.1f ms %v   warm median %8.1f ms\n", c.Name, c.ColdMedian, c.ColdMs, c.WarmMedian)
+	}
+	fmt.Printf("rules ÷ None: cold %.2f×, warm %.2f×; webhook ÷ rules: cold %.2f×, warm %.2f×\n",
+		r.ColdRulesOverNone, r.WarmRulesOverNone, r.ColdWebhookOverRules, r.WarmWebhookOverRules)
+	for _, f := range r.Failures {
+		fmt.Printf("FAILURE %s %s %s: %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, f.Body)
+	}
+	if r.Error != "" {
+		fmt.Println("ERROR", r.Error)
+	}
+}

@@ -1,0 +1,103 @@
+package conversion
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/internal/schema"
+)
+
+const benchCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: crontabs.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          hostPort: {type: string}
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+              image: {type: string}
+              replicas: {type: integer}
+  - name: v1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          host: {type: string}
+          port: {type: string}
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+              image: {type: string}
+              replicas: {type: integer}
+`
+
+// benchObjects are n stored v1beta1 CronTabs as a server holds them.
+func benchObjects(n int) [][]byte {
+	objs := make([][]byte, n)
+	for i := range objs {
+		objs[i] = fmt.Appendf(nil, `{"apiVersion":"example.com/v1beta1","kind":"CronTab","metadata":{"name":"crontab-%05d","namespace":"default","uid":"6f1c9a8e-0000-4000-8000-%012d","resourceVersion":"%d","generation":1,"creationTimestamp":"2026-11-25T10:00:00Z","labels":{"bench":"crdbench"},"managedFields":[{"manager":"crdbench","operation":"Update","apiVersion":"example.com/v1beta1","time":"2026-11-25T10:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:hostPort":{},"f:metadata":{"f:labels":{".":{},"f:bench":{}}},"f:spec":{".":{},"f:cronSpec":{},"f:image":{},"f:replicas":{}}}}]},"hostPort":"host-%05d.example.com:%d","spec":{"cronSpec":"*/5 * * * *","image":"my-awesome-cron-image","replicas":%d}}`,
+			i, i, 1000+i, i, 8000+i%1000, 1+i%3)
+	}
+	return objs
+}
+
+func benchConverters(b *testing.B) map[string]Converter {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(benchCRD), crd); err != nil {
+		b.Fatal(err)
+	}
+	schemas := map[string]*schema.Version{}
+	for _, v := range crd.Spec.Versions {
+		s, err := schema.Compile(crd, v.Name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		schemas["example.com/"+v.Name] = s
+	}
+	rs := RuleSet{Hub: "v1", Versions: []VersionRules{{Name: "v1beta1", ToHub: []Rule{{Split: &SplitRule{From: ".hostPort", To: []string{".host", ".port"}, Separator: ":"}}}}}}
+	rules, errs := NewRules(rs, "example.com", []string{"v1beta1", "v1"})
+	if errs != nil {
+		b.Fatal(errs.ToAggregate())
+	}
+	return map[string]Converter{
+		"None":  &WithSchemas{Inner: None{}, Schemas: schemas},
+		"Rules": &WithSchemas{Inner: rules, Schemas: schemas},
+	}
+}
+
+// BenchmarkConvertList converts a list of 10,000 stored CronTabs to v1,
+// as a cold list does (nothing remembered), by None and by rules, each
+// followed by the target schema.
+func BenchmarkConvertList(b *testing.B) {
+	objs := benchObjects(10000)
+	for _, name := range []string{"None", "Rules"} {
+		conv := benchConverters(b)[name]
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := conv.Convert(context.Background(), objs, "example.com/v1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
