@@ -343,3 +343,63 @@ func TestCRDChangeChecks(t *testing.T) {
 		t.Fatalf("enforced: %+v", st)
 	}
 }
+
+// TestStrategicMergePatchOfBuiltins: every built-in type Kubernetes
+// patches with its strategic merge patch is patched so here too — CRDs
+// (also their status), RBAC objects, StorageVersionMigrations.
+func TestStrategicMergePatchOfBuiltins(t *testing.T) {
+	e := start(t)
+	crd := e.createCRD(widgetCRD(t))
+	smp := func(path, body string) response {
+		return e.do("PATCH", path, body, "Content-Type", "application/strategic-merge-patch+json")
+	}
+	crdPath := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + crd.Name
+	if r := smp(crdPath, `{"metadata":{"labels":{"a":"b"}}}`); r.code != http.StatusOK || !strings.Contains(string(r.body), `"a":"b"`) {
+		t.Fatalf("CRD: %d %s", r.code, r.body)
+	}
+	// As kube's own test does: a patch of status that changes nothing there.
+	if r := smp(crdPath+"/status", `{"labels":{"test-label":"dummy"}}`); r.code != http.StatusOK {
+		t.Fatalf("CRD status: %d %s", r.code, r.body)
+	}
+	e.mustCreate("/apis/rbac.authorization.k8s.io/v1/clusterroles", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"smp"},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["get"]}]}`)
+	if r := smp("/apis/rbac.authorization.k8s.io/v1/clusterroles/smp", `{"rules":[{"apiGroups":[""],"resources":["secrets"],"verbs":["list"]}]}`); r.code != http.StatusOK || !strings.Contains(string(r.body), `"secrets"`) {
+		t.Fatalf("ClusterRole: %d %s", r.code, r.body)
+	}
+	// Custom resources keep answering 415, as in Kubernetes.
+	if r := smp("/apis/"+crd.Spec.Group+"/v1/namespaces/default/"+crd.Spec.Names.Plural+"/x", `{}`); r.code != http.StatusUnsupportedMediaType {
+		t.Fatalf("custom resource: %d %s", r.code, r.body)
+	}
+}
+
+// TestMistypedMetadata: metadata that does not fit ObjectMeta is a body
+// that cannot be decoded, 400 as Kubernetes' decoder words it; through a
+// patch, 422 on "patch" with the patched object, as Kubernetes answers.
+func TestMistypedMetadata(t *testing.T) {
+	e := start(t)
+	crd := e.createCRD(widgetCRD(t))
+	coll := "/apis/" + crd.Spec.Group + "/v1/namespaces/default/" + crd.Spec.Names.Plural
+	obj := func(meta string) string {
+		return `{"apiVersion":"` + crd.Spec.Group + `/v1","kind":"` + crd.Spec.Names.Kind + `","metadata":` + meta + `}`
+	}
+	kind := crd.Spec.Names.Kind
+	for _, c := range []struct{ meta, want string }{
+		{`{"name":"a","labels":{"foo":42,"bar":"abc"}}`, "json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string"},
+		{`{"name":"a","annotations":{"foo":42}}`, "json: cannot unmarshal number into Go struct field ObjectMeta.annotations of type string"},
+		{`{"name":"a","finalizers":"abc"}`, "json: cannot unmarshal string into Go struct field ObjectMeta.finalizers of type []string"},
+	} {
+		st := expectStatus(t, e.do("POST", coll, obj(c.meta)), http.StatusBadRequest, metav1.StatusReasonBadRequest, "")
+		if want := kind + ` in version "v1" cannot be handled as a ` + kind + ": " + c.want; st.Message != want {
+			t.Errorf("POST %s:\n got %s\nwant %s", c.meta, st.Message, want)
+		}
+	}
+	e.mustCreate(coll, obj(`{"name":"b"}`))
+	st := expectStatus(t, e.do("PUT", coll+"/b", obj(`{"name":"b","labels":{"a":1}}`)), http.StatusBadRequest, metav1.StatusReasonBadRequest, "")
+	if !strings.HasSuffix(st.Message, "cannot unmarshal number into Go struct field ObjectMeta.labels of type string") {
+		t.Errorf("PUT: %s", st.Message)
+	}
+	st = expectStatus(t, e.do("PATCH", coll+"/b", `{"metadata":{"labels":{"a":1}}}`, "Content-Type", "application/merge-patch+json"),
+		http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "")
+	if !strings.HasPrefix(st.Message, ` "" is invalid: patch: Invalid value: "{`) || !strings.HasSuffix(st.Message, `": json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string`) {
+		t.Errorf("PATCH: %s", st.Message)
+	}
+}

@@ -408,4 +408,32 @@ func TestScaleSubresource(t *testing.T) {
 	if r := e.do("GET", "/apis/stable.example.com/v1", ""); !contains(r.body, `"name":"crontabs/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale"`) {
 		t.Fatalf("discovery: %s", r.body)
 	}
+
+	// managedFields as Kubernetes' scale handler keeps them (checked
+	// against kube-apiserver): the applier's replicas pass to the scaler,
+	// an Update of the scale subresource without a time, so listed before
+	// timed Updates; the applier, left with nothing, goes.
+	apply := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"m"},"spec":{"replicas":3}}`
+	if r := e.do("PATCH", ctPath+"/m?fieldManager=applier", apply, "Content-Type", "application/apply-patch+yaml"); r.code != http.StatusCreated {
+		t.Fatalf("apply: %d %s", r.code, r.body)
+	}
+	if r := e.do("PATCH", ctPath+"/m?fieldManager=labeller", `{"metadata":{"labels":{"a":"b"}}}`, "Content-Type", "application/merge-patch+json"); r.code != http.StatusOK {
+		t.Fatalf("label: %d %s", r.code, r.body)
+	}
+	if r := e.do("PATCH", ctPath+"/m/scale?fieldManager=scaler", `{"spec":{"replicas":5}}`, "Content-Type", "application/merge-patch+json"); r.code != http.StatusOK {
+		t.Fatalf("scale: %d %s", r.code, r.body)
+	}
+	m, _ := e.dyn.Resource(crontabs).Namespace("default").Get(e.ctx, "m", metav1.GetOptions{})
+	mf := m.GetManagedFields()
+	if len(mf) != 2 ||
+		mf[0].Manager != "scaler" || mf[0].Operation != "Update" || mf[0].Subresource != "scale" || mf[0].Time != nil ||
+		mf[0].FieldsV1.GetRawString() != `{"f:spec":{"f:replicas":{}}}` || mf[0].APIVersion != "stable.example.com/v1" ||
+		mf[1].Manager != "labeller" {
+		t.Fatalf("managedFields after scale: %s", mustJSON(mf))
+	}
+	// Scaling to the same replicas writes nothing.
+	rv := m.GetResourceVersion()
+	if r := e.do("PATCH", ctPath+"/m/scale?fieldManager=scaler", `{"spec":{"replicas":5}}`, "Content-Type", "application/merge-patch+json"); r.code != http.StatusOK || !contains(r.body, `"resourceVersion":"`+rv+`"`) {
+		t.Fatalf("scale again: %d %s", r.code, r.body)
+	}
 }

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -85,6 +86,16 @@ func (c *call) decodeContent(content map[string]any, s *strictness) (*Object, er
 	}
 	obj, errs := NewObject(content)
 	if len(errs) > 0 {
+		// Metadata of the wrong shape does not decode: Kubernetes answers
+		// 400 with what its JSON decoder says about it.
+		if md != nil {
+			if err := metadataDecodeError(md); err != nil {
+				if s.decodeError != nil {
+					return nil, s.decodeError(err)
+				}
+				return nil, c.bodyStrictError(err)
+			}
+		}
 		return nil, c.invalid("", name, errs)
 	}
 	if n, ok := c.res.Strategy.(Normalizer); ok {
@@ -211,3 +222,15 @@ func canonical(data []byte) ([]byte, error) {
 // maxObjectBytes is the largest object stored, etcd's request limit in
 // Kubernetes (1.5 MiB).
 const maxObjectBytes = 3 * 1024 * 1024 / 2
+
+// metadataDecodeError is the error Kubernetes' JSON decoder gives for
+// metadata that does not fit ObjectMeta (a number among the labels, say),
+// or nil when it decodes.
+func metadataDecodeError(md map[string]any) error {
+	b, err := json.Marshal(md)
+	if err != nil {
+		return err
+	}
+	var m metav1.ObjectMeta
+	return json.Unmarshal(b, &m)
+}

@@ -39,6 +39,9 @@ func (c *call) fieldValidation(optionsKind string) (string, error) {
 type strictness struct {
 	directive string
 	errs      []error
+	// decodeError words a body that does not decode into the object
+	// (metadata of the wrong shape); nil: as a create or update body.
+	decodeError func(error) error
 }
 
 // add records unknown field paths and other strict errors.

@@ -111,7 +111,7 @@ func (c *call) patch(sub string) {
 		if err != nil {
 			return nil, err
 		}
-		s := &strictness{directive: directive}
+		s := &strictness{directive: directive, decodeError: func(err error) error { return patchStrictError(patched, err) }}
 		s.add(nil, append(append([]error(nil), patchStrict...), dups...))
 		obj, err := c.decodeContent(content, s)
 		if err != nil {

@@ -12,8 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/request"
 )
 
@@ -204,11 +208,20 @@ func (c *call) updateScale(patch bool) {
 		return s, nil
 	}
 	raw, err := c.guaranteedUpdate(c.info.Name, "", dry, func(cur *Object) (*Object, error) {
-		live := cur.DeepCopy()
 		m := cur.ToUnstructured()
 		old, _, err := c.ver.Scale.toScale(m)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
+		}
+		// managedFields as Kubernetes keeps them for a scale: the Scale's
+		// own, made from the object's, updated by the Scale's field
+		// manager, then given back to the object (whoever wrote the
+		// replicas through the scale owns them, in every version).
+		mf := managedfields.NewScaleHandler(cur.Meta.ManagedFields, schema.GroupVersion{Group: c.res.Group, Version: c.ver.Name}, c.replicasPaths())
+		if c.res.FieldManagers != nil {
+			if old.ManagedFields, err = mf.ToSubresource(); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
 		}
 		s, err := newScale(old)
 		if err != nil {
@@ -224,13 +237,80 @@ func (c *call) updateScale(patch bool) {
 		if s.ResourceVersion != "" {
 			next.Meta.ResourceVersion = s.ResourceVersion
 		}
-		// The writer owns the replicas, as a manager of the scale
-		// subresource.
-		return c.track(live, next, "scale"), nil
+		if c.res.FieldManagers != nil {
+			entries, err := c.trackScale(old, s, mf)
+			if err != nil {
+				return nil, err
+			}
+			next.Meta.ManagedFields = entries
+		}
+		return next, nil
 	})
 	if err != nil {
 		c.fail(err)
 		return
 	}
 	c.respondScale(http.StatusOK, raw)
+}
+
+// replicasPaths are the spec replicas paths of the resource's versions
+// with a scale subresource, by group/version, as Kubernetes' scale
+// handler takes them.
+func (c *call) replicasPaths() managedfields.ResourcePathMappings {
+	out := managedfields.ResourcePathMappings{}
+	for _, v := range c.res.Versions {
+		if v.Scale != nil {
+			out[c.res.APIVersion(v.Name)] = fieldpath.MakePathOrDie(toInterfaces(splitPath(v.Scale.SpecReplicasPath))...)
+		}
+	}
+	return out
+}
+
+func toInterfaces(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// scaleFieldManagers track the autoscaling/v1 Scale objects of every
+// scale subresource. Their fields are deduced from the objects: a Scale
+// has no lists or maps of its own whose merge strategy would matter.
+var scaleFieldManagers = &FieldManagers{Group: autoscalingv1.GroupName, Kind: "Scale", Converter: conversion.None{}}
+
+// trackScale updates the managedFields of the Scale old (made by mf) for
+// the write that made s, and returns them as the object's.
+func (c *call) trackScale(old, s *autoscalingv1.Scale, mf *managedfields.ScaleHandler) ([]metav1.ManagedFieldsEntry, error) {
+	fm, err := scaleFieldManagers.FieldManager("v1", "scale")
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	toObj := func(sc *autoscalingv1.Scale) (runtime.Object, error) {
+		sc = sc.DeepCopy()
+		sc.APIVersion, sc.Kind = "autoscaling/v1", "Scale"
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(sc)
+		return &unstructured.Unstructured{Object: m}, err
+	}
+	liveObj, err := toObj(old)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	newObj, err := toObj(s)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	out, err := fm.Update(liveObj, newObj, c.managerName())
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	u, ok := out.(*unstructured.Unstructured)
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("unexpected %T", out))
+	}
+	entries, err := mf.ToParent(u.GetManagedFields())
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return entries, nil
 }

@@ -67,8 +67,10 @@ func CRDs(cache *store.Cache, compat *Compatibility) *resource.Resource {
 		Cache:          cache,
 		Strategy:       crdStrategy{compat: compat},
 		Converter:      conversion.None{},
-		Table:          crdTable{},
-		FieldManagers:  resource.BuiltinFieldManagers(apiextensionsv1.GroupName, "CustomResourceDefinition", true),
+		// Kubernetes patches CRDs with its strategic merge patch too.
+		StrategicMergeType: &apiextensionsv1.CustomResourceDefinition{},
+		Table:              crdTable{},
+		FieldManagers:      resource.BuiltinFieldManagers(apiextensionsv1.GroupName, "CustomResourceDefinition", true),
 		// The strategy checks the name against the spec.
 		ValidateName: func(string, bool) []string { return nil },
 		Protobuf:     true,

@@ -53,6 +53,20 @@ var (
 
 func (k rbacKind) binding() bool { return strings.HasSuffix(k.kind, "Binding") }
 
+// goType is the kind's Go type, for strategic merge patch.
+func (k rbacKind) goType() any {
+	switch k.kind {
+	case rbacpolicy.KindClusterRole:
+		return &rbacv1.ClusterRole{}
+	case rbacpolicy.KindRole:
+		return &rbacv1.Role{}
+	case rbacpolicy.KindClusterRoleBinding:
+		return &rbacv1.ClusterRoleBinding{}
+	default:
+		return &rbacv1.RoleBinding{}
+	}
+}
+
 // resourceFor serves one RBAC resource from the same engine as every other.
 func resourceFor(k rbacKind, cache *store.Cache, st *rbacpolicy.Store) *resource.Resource {
 	return &resource.Resource{
@@ -68,6 +82,7 @@ func resourceFor(k rbacKind, cache *store.Cache, st *rbacpolicy.Store) *resource
 		Cache:                    cache,
 		Strategy:                 rbacStrategy{k: k, store: st},
 		Converter:                conversion.None{},
+		StrategicMergeType:       k.goType(),
 		Table:                    rbacTable{binding: k.binding()},
 		FieldManagers:            resource.BuiltinFieldManagers(rbacv1.GroupName, k.kind, false),
 		AllowUnconditionalUpdate: true,

@@ -31,9 +31,11 @@ func Migrations(cache *store.Cache) *resource.Resource {
 		Cache:          cache,
 		Strategy:       migrationStrategy{},
 		Converter:      conversion.None{},
-		FieldManagers:  resource.BuiltinFieldManagers(svmv1.GroupName, "StorageVersionMigration", true),
-		Protobuf:       true,
-		Verbs:          []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
+		// v1beta1 has the same fields and patch strategies as v1.
+		StrategicMergeType: &svmv1.StorageVersionMigration{},
+		FieldManagers:      resource.BuiltinFieldManagers(svmv1.GroupName, "StorageVersionMigration", true),
+		Protobuf:           true,
+		Verbs:              []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 	}
 }
 
