@@ -90,6 +90,28 @@ func TestStatusValidated(t *testing.T) {
 	if r := e.do("PATCH", widgetsPath+"/w/status", `{"status":{"replicas":3,"phase":"Ready"}}`, "Content-Type", "application/merge-patch+json"); r.code != http.StatusOK {
 		t.Fatalf("a valid status: %d %s", r.code, r.body)
 	}
+
+	// CEL rules ratchet on status writes: a rule added later does not
+	// refuse a write that leaves the value it fails as it was.
+	crd, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, "widgets.compat.example.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"]
+	phase := st.Properties["phase"]
+	phase.XValidations = append(phase.XValidations, apiextensionsv1.ValidationRule{Rule: "self.startsWith('R2')", Message: "phase must start with R2"})
+	st.Properties["phase"] = phase
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"] = st
+	if _, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Update(e.ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, e.ctx, "the new rule in use", func() (bool, error) {
+		r := e.do("PATCH", widgetsPath+"/w/status?dryRun=All", `{"status":{"phase":"Ready2"}}`, "Content-Type", "application/merge-patch+json")
+		return r.code == http.StatusUnprocessableEntity, nil
+	})
+	if r := e.do("PATCH", widgetsPath+"/w/status", `{"status":{"replicas":4}}`, "Content-Type", "application/merge-patch+json"); r.code != http.StatusOK {
+		t.Fatalf("a status write leaving the failing phase alone: %d %s", r.code, r.body)
+	}
 }
 
 // A PUT whose metadata.uid is not the stored object's is a failed

@@ -262,11 +262,13 @@ func (v *Version) ValidateStatus(ctx context.Context, obj, old map[string]any) f
 		return nil
 	}
 	var errs field.ErrorList
+	correlated := common.NewCorrelatedObject(obj, old, v.celSchema)
 	if st, ok := obj["status"]; ok && v.status != nil && !v.statusCheck.valid(st) {
-		correlated := common.NewCorrelatedObject(obj, old, v.celSchema)
 		errs = apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), st, old["status"], v.status, apiservervalidation.WithRatcheting(correlated.Key("status")))
 	}
-	return append(errs, v.validateCEL(ctx, obj, old, errs, ratchet{})...)
+	// CEL rules ratchet on status writes too: a value the write leaves as
+	// it was may stay invalid.
+	return append(errs, v.validateCEL(ctx, obj, old, errs, ratchet{current: correlated})...)
 }
 
 // validateCEL runs the CEL rules unless earlier errors make them
