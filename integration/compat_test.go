@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/server"
 )
 
 // Differences from Kubernetes' CRD server found by a differential suite,
@@ -424,4 +427,54 @@ func TestMistypedMetadata(t *testing.T) {
 	if !strings.HasPrefix(st.Message, ` "" is invalid: patch: Invalid value: "{`) || !strings.HasSuffix(st.Message, `": json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string`) {
 		t.Errorf("PATCH: %s", st.Message)
 	}
+}
+
+// CRDs are stored in etcd as apiextensions.k8s.io/v1beta1, as Kubernetes
+// stores them, and served as v1; a v1beta1 CRD written into etcd by
+// another server (top-level validation, as v1beta1 had it) is served as
+// v1, and an update that changes nothing writes nothing.
+func TestCRDsStoredAsV1beta1(t *testing.T) {
+	endpoint := startExternalEtcd(t)
+	e := start(t, func(c *server.Config) { c.EtcdServers = []string{endpoint} })
+	crd := e.createCRD(widgetCRD(t))
+	raw := etcdGet(t, endpoint, "/registry/apiextensions.k8s.io/customresourcedefinitions/"+crd.Name)
+	if !strings.Contains(raw, `"apiVersion":"apiextensions.k8s.io/v1beta1"`) || !strings.Contains(raw, `"kind":"CustomResourceDefinition"`) {
+		t.Fatalf("etcd holds %s", raw)
+	}
+	got, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, crd.Name, metav1.GetOptions{})
+	if err != nil || got.APIVersion != "" && got.APIVersion != "apiextensions.k8s.io/v1" || got.Spec.Versions[0].Schema == nil ||
+		got.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["replicas"].Maximum == nil {
+		t.Fatalf("read back: %v %+v", err, got)
+	}
+	// An update that changes nothing keeps the resourceVersion.
+	again, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Update(e.ctx, got, metav1.UpdateOptions{})
+	if err != nil || again.ResourceVersion != got.ResourceVersion {
+		t.Fatalf("no-op update: %v, resourceVersion %s → %s", err, got.ResourceVersion, again.ResourceVersion)
+	}
+
+	// A v1beta1 CRD as an older server stored it.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	beta := `{"apiVersion":"apiextensions.k8s.io/v1beta1","kind":"CustomResourceDefinition","metadata":{"name":"olds.compat.example.com","uid":"0b7a3c3e-5f7e-4d0a-9b1e-2f6a1c0d9e11","creationTimestamp":"2020-01-01T00:00:00Z"},` +
+		`"spec":{"group":"compat.example.com","version":"v1","names":{"plural":"olds","singular":"old","kind":"Old","listKind":"OldList"},"scope":"Namespaced",` +
+		`"validation":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"n":{"type":"integer"}}}}}},"preserveUnknownFields":false,` +
+		`"versions":[{"name":"v1","served":true,"storage":true}]},"status":{"storedVersions":["v1"]}}`
+	if _, err := cli.Put(e.ctx, "/registry/apiextensions.k8s.io/customresourcedefinitions/olds.compat.example.com", beta); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, e.ctx, "the stored v1beta1 CRD served", func() (bool, error) {
+		old, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, "olds.compat.example.com", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		s := old.Spec.Versions[0].Schema
+		return s != nil && s.OpenAPIV3Schema.Properties["spec"].Properties["n"].Type == "integer", nil
+	})
+	eventually(t, e.ctx, "its objects validated by the schema it had at the top", func() (bool, error) {
+		r := e.do("POST", "/apis/compat.example.com/v1/namespaces/default/olds", `{"apiVersion":"compat.example.com/v1","kind":"Old","metadata":{"name":"o"},"spec":{"n":"x"}}`)
+		return r.code == http.StatusUnprocessableEntity, nil
+	})
 }

@@ -98,13 +98,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("audit log: %w", err)
 		}
 	}
+	// CRDs are stored as Kubernetes stores them (v1beta1), then encrypted
+	// where the encryption configuration says.
+	transformers := transformerChain{apiextensions.CRDStorage{}}
 	if cfg.EncryptionProviderConfig != "" {
 		tf, err := encryption.Load(runCtx, cfg.EncryptionProviderConfig, apis.KeyResource)
 		if err != nil {
 			return nil, err
 		}
-		s.store.SetTransformer(tf)
+		transformers = append(transformers, tf)
 	}
+	s.store.SetTransformer(transformers)
 	newCache := func(prefix string) *store.Cache {
 		return store.NewCache(s.store, prefix, resource.DecodeItem, cfg.Cache.internal(), s.log)
 	}
@@ -322,4 +326,28 @@ func (s *Server) stopBackground() {
 	if s.audit != nil {
 		_ = s.audit.Close()
 	}
+}
+
+// transformerChain transforms values with each transformer in turn on
+// their way to etcd, and in the reverse order on their way back.
+type transformerChain []store.Transformer
+
+func (c transformerChain) ToStorage(ctx context.Context, key string, value []byte) ([]byte, error) {
+	for _, t := range c {
+		var err error
+		if value, err = t.ToStorage(ctx, key, value); err != nil {
+			return nil, err
+		}
+	}
+	return value, nil
+}
+
+func (c transformerChain) FromStorage(ctx context.Context, key string, stored []byte) ([]byte, error) {
+	for i := len(c) - 1; i >= 0; i-- {
+		var err error
+		if stored, err = c[i].FromStorage(ctx, key, stored); err != nil {
+			return nil, err
+		}
+	}
+	return stored, nil
 }
