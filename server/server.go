@@ -200,6 +200,13 @@ func (s *Server) existingObjects(crd *apiextensionsv1.CustomResourceDefinition, 
 	if res == nil || res.Cache == nil {
 		return nil
 	}
+	// A consistent read, as a list is: every object written before the
+	// CRD change is checked.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if rev, err := s.store.CurrentRevision(ctx); err == nil {
+		_ = res.Cache.WaitFresh(ctx, rev)
+	}
 	items := res.Cache.List(store.ListOptions{Limit: maxCheckedObjects}).Items
 	raws, err := conversion.Items(context.Background(), res.Converter, items, res.APIVersion(version))
 	if err != nil {

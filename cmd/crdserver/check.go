@@ -14,8 +14,11 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
@@ -41,7 +44,9 @@ a changed scope or names. Additions are never reported.
 OLD and NEW are files holding one apiextensions.k8s.io/v1
 CustomResourceDefinition each, in YAML or JSON ("-" reads standard input,
 for one of them), or crd/<name> for the live CRD on the server of
---kubeconfig.
+--kubeconfig. With a live OLD, a new constraint (required, enum, pattern,
+bounds, CEL rule) is reported only when one of the CRD's stored objects
+fails it (up to 1,000 per version), as the server checks a change.
 
 Text output is one line a finding: <rule> version=<v> path=<p>: <message>.
 
@@ -100,7 +105,17 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		crds[i] = crd
 	}
-	findings := evolution.CheckCRD(crds[0], crds[1], evolution.Options{})
+	var opts evolution.Options
+	if isLiveCRD(positional[0]) {
+		// As the server checks a change: a new constraint counts only if
+		// a stored object fails it.
+		objs, err := liveObjects(crds[0], *kubeconfig)
+		if err != nil {
+			return inputError("%s: its objects: %v", positional[0], err)
+		}
+		opts.ExistingObjects = func(version string) []map[string]any { return objs[version] }
+	}
+	findings := evolution.CheckCRD(crds[0], crds[1], opts)
 	switch *output {
 	case "json":
 		if findings == nil {
@@ -120,16 +135,64 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return checkOK
 }
 
-// loadCheckedCRD reads a CRD from a file, standard input ("-") or the server
-// (crd/<name>).
-func loadCheckedCRD(src string, stdin io.Reader, kubeconfig string) (*apiextensionsv1.CustomResourceDefinition, error) {
+// liveName is the name of the live CRD src names (crd/<name>), if it
+// names one rather than a file.
+func liveName(src string) (string, bool) {
 	for _, prefix := range []string{"crd/", "crds/", "customresourcedefinition/", "customresourcedefinitions/", "customresourcedefinition.apiextensions.k8s.io/"} {
 		if name, ok := strings.CutPrefix(src, prefix); ok {
 			if _, err := os.Stat(src); err == nil {
-				break // a file of that name wins
+				return "", false // a file of that name wins
 			}
-			return liveCheckedCRD(name, kubeconfig)
+			return name, true
 		}
+	}
+	return "", false
+}
+
+func isLiveCRD(src string) bool { _, ok := liveName(src); return ok }
+
+// maxLiveObjects bounds the objects read per version, as the server bounds
+// the ones it checks.
+const maxLiveObjects = 1000
+
+// liveObjects reads the stored objects of a live CRD in each of its served
+// versions (at most maxLiveObjects each).
+func liveObjects(crd *apiextensionsv1.CustomResourceDefinition, kubeconfig string) (map[string][]map[string]any, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out := map[string][]map[string]any{}
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural}
+		list, err := client.Resource(gvr).List(ctx, metav1.ListOptions{Limit: maxLiveObjects})
+		if apierrors.IsNotFound(err) {
+			continue // not served yet (not Established): nothing stored
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range list.Items {
+			out[v.Name] = append(out[v.Name], it.Object)
+		}
+	}
+	return out, nil
+}
+
+// loadCheckedCRD reads a CRD from a file, standard input ("-") or the server
+// (crd/<name>).
+func loadCheckedCRD(src string, stdin io.Reader, kubeconfig string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	if name, ok := liveName(src); ok {
+		return liveCheckedCRD(name, kubeconfig)
 	}
 	var data []byte
 	var err error

@@ -13,6 +13,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"github.com/crdserver/crdserver/internal/evolution"
@@ -196,15 +200,39 @@ func TestCheckCommandLiveCRD(t *testing.T) {
 	dir := t.TempDir()
 	oldFile := writeCheckFile(t, dir, "old.yaml", checkOld)
 	newFile := writeCheckFile(t, dir, "new.yaml", checkNew)
-	for _, tc := range []struct {
-		args   []string
-		code   int
-		stdout string
-	}{
-		{args: []string{"--kubeconfig", srv.KubeconfigPath(), "crd/crontabs.stable.example.com", newFile}, code: 1, stdout: checkWant},
+	// Against the live CRD, as the server checks a change, the new maximum
+	// counts only once a stored object fails it.
+	withoutObjects := strings.Replace(checkWant, "maximum-lowered version=v1 path=.spec.replicas: maximum lowered from 10 to 5\n", "", 1)
+	cases := []checkCase{
+		{args: []string{"--kubeconfig", srv.KubeconfigPath(), "crd/crontabs.stable.example.com", newFile}, code: 1, stdout: withoutObjects},
 		{args: []string{"--kubeconfig", srv.KubeconfigPath(), "crd/crontabs.stable.example.com", oldFile}, code: 0, stdout: ""},
 		{args: []string{"--kubeconfig", srv.KubeconfigPath(), "crd/nothere.example.com", oldFile}, code: 2},
-	} {
+	}
+	checkCases(t, cases)
+	dyn := dynamic.NewForConfigOrDie(srv.RESTConfig())
+	gvr := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(gvr).Namespace("default").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": map[string]any{"name": "seven"},
+			"spec": map[string]any{"replicas": int64(7)}}}, metav1.CreateOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	checkCases(t, []checkCase{{args: []string{"--kubeconfig", srv.KubeconfigPath(), "crd/crontabs.stable.example.com", newFile}, code: 1,
+		stdout: strings.Replace(checkWant, "maximum lowered from 10 to 5", "maximum lowered from 10 to 5; 1 of 1 existing objects fail it, e.g. default/seven (spec.replicas: Invalid value: 7: spec.replicas in body should be less than or equal to 5)", 1)}})
+}
+
+// checkCase is a check-crd command line and what it must answer.
+type checkCase struct {
+	args   []string
+	code   int
+	stdout string
+}
+
+func checkCases(t *testing.T, cases []checkCase) {
+	t.Helper()
+	for _, tc := range cases {
 		var stdout, stderr bytes.Buffer
 		code := runCheck(tc.args, strings.NewReader(""), &stdout, &stderr)
 		if code != tc.code || (tc.code != 2 && stdout.String() != tc.stdout) {
