@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/request"
@@ -137,6 +138,13 @@ func (c *call) createObject(obj *Object, dry bool) ([]byte, error) {
 	if c.res.Terminating {
 		return nil, apierrors.NewForbidden(c.res.GroupResource(), obj.Meta.Name, errors.New("create not allowed while custom resource definition is terminating"))
 	}
+	if c.res.Namespaced && obj.Meta.Namespace == "" {
+		obj.Meta.Namespace = c.namespace // as admission sees it
+	}
+	req := admissionRequest{op: admission.Create, sub: c.info.Subresource, obj: obj, options: c.createOptions(dry), dry: dry}
+	if err := c.admitMutating(req); err != nil {
+		return nil, err
+	}
 	generate := obj.Meta.Name == "" && obj.Meta.GenerateName != ""
 	if generate {
 		obj.Meta.Name = generateName(obj.Meta.GenerateName)
@@ -148,6 +156,9 @@ func (c *call) createObject(obj *Object, dry bool) ([]byte, error) {
 		if err := c.h.Namespaces.CheckCreate(c.ctx, c.res.GroupResource(), obj.Meta.Name, obj.Meta.Namespace); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.admitValidating(req); err != nil {
+		return nil, err
 	}
 	data, err := c.toStorage(obj)
 	if err != nil {

@@ -40,6 +40,8 @@ type Handler struct {
 	Now func() time.Time
 	// Stopping is closed when the server shuts down: watches end.
 	Stopping <-chan struct{}
+	// Admission, when set, admits every write (dynamic admission).
+	Admission AdmissionControl
 }
 
 func (h *Handler) now() metav1.Time {

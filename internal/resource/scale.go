@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/crdserver/crdserver/internal/conversion"
@@ -227,6 +228,10 @@ func (c *call) updateScale(patch bool) {
 		if err != nil {
 			return nil, err
 		}
+		// Admission sees the Scale, as in Kubernetes.
+		if s, err = c.admitScale(admission.Update, s, old, dry, true); err != nil {
+			return nil, err
+		}
 		if err := unstructured.SetNestedField(m, int64(s.Spec.Replicas), splitPath(c.ver.Scale.SpecReplicasPath)...); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -245,7 +250,18 @@ func (c *call) updateScale(patch bool) {
 			next.Meta.ManagedFields = entries
 		}
 		return next, nil
-	})
+	}, updateHooks{ownAdmission: true, validate: func(next, cur *Object) error {
+		s, _, err := c.ver.Scale.toScale(next.ToUnstructured())
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		old, _, err := c.ver.Scale.toScale(cur.ToUnstructured())
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		_, err = c.admitScale(admission.Update, s, old, dry, false)
+		return err
+	}})
 	if err != nil {
 		c.fail(err)
 		return
@@ -313,4 +329,49 @@ func (c *call) trackScale(old, s *autoscalingv1.Scale, mf *managedfields.ScaleHa
 		return nil, apierrors.NewInternalError(err)
 	}
 	return entries, nil
+}
+
+// scaleKind is the kind of the scale subresource's objects.
+var scaleKind = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+
+// admitScale runs mutating (mutate) or validating admission on an update
+// of the scale subresource, with its Scale objects, and returns the Scale
+// as mutating admission left it.
+func (c *call) admitScale(op admission.Operation, s, old *autoscalingv1.Scale, dry, mutate bool) (*autoscalingv1.Scale, error) {
+	if c.h.Admission == nil {
+		return s, nil
+	}
+	toObj := func(sc *autoscalingv1.Scale) (*Object, error) {
+		sc = sc.DeepCopy()
+		sc.APIVersion, sc.Kind = scaleKind.GroupVersion().String(), scaleKind.Kind
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(sc)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		o, errs := NewObject(m)
+		if len(errs) > 0 {
+			return nil, apierrors.NewInternalError(errs.ToAggregate())
+		}
+		return o, nil
+	}
+	obj, err := toObj(s)
+	if err != nil {
+		return nil, err
+	}
+	oldObj, err := toObj(old)
+	if err != nil {
+		return nil, err
+	}
+	req := admissionRequest{op: op, sub: "scale", obj: obj, old: oldObj, options: c.updateOptions(dry), dry: dry, kind: &scaleKind}
+	if !mutate {
+		return s, c.admitValidating(req)
+	}
+	if err := c.admitMutating(req); err != nil {
+		return nil, err
+	}
+	out := &autoscalingv1.Scale{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.ToUnstructured(), out); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the Scale admission returned does not decode: %v", err))
+	}
+	return out, nil
 }

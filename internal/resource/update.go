@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/store"
@@ -109,7 +110,11 @@ func (c *call) createOnUpdate(obj *Object, dry bool) ([]byte, error) {
 // whose resourceVersion fn leaves different from the stored one is a 409.
 // A write that changes nothing stores nothing. It returns the stored
 // object with its resourceVersion.
-func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object) (*Object, error)) ([]byte, error) {
+func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object) (*Object, error), hooks ...updateHooks) ([]byte, error) {
+	var h updateHooks
+	if len(hooks) > 0 {
+		h = hooks[0]
+	}
 	key := c.res.Key(c.namespace, name)
 	kv, _, err := c.h.Store.Get(c.ctx, key, 0)
 	if err != nil {
@@ -130,8 +135,24 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 			}
 			return nil, c.conflict(name)
 		}
+		req := admissionRequest{op: admission.Update, sub: sub, obj: next, old: cur, options: c.updateOptions(dry), dry: dry}
+		if !h.ownAdmission {
+			if err := c.admitMutating(req); err != nil {
+				return nil, err
+			}
+		}
 		if err := c.prepareUpdate(c.ctx, next, cur, sub); err != nil {
 			return nil, err
+		}
+		if h.validate != nil {
+			if err := h.validate(next, cur); err != nil {
+				return nil, err
+			}
+		}
+		if !h.ownAdmission {
+			if err := c.admitValidating(req); err != nil {
+				return nil, err
+			}
 		}
 		data, err := c.toStorage(next)
 		if err != nil {
@@ -159,6 +180,15 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 		}
 		return jsonraw.SetResourceVersion(data, rev)
 	}
+}
+
+// updateHooks change what guaranteedUpdate does around the update path.
+type updateHooks struct {
+	// ownAdmission: the caller runs admission itself (a subresource whose
+	// admission objects are not the object, such as scale).
+	ownAdmission bool
+	// validate runs after the strategy's validation.
+	validate func(next, cur *Object) error
 }
 
 // decodeStored decodes a stored object, in the request's version, with its
