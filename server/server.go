@@ -50,6 +50,7 @@ type Server struct {
 
 	handler  http.Handler
 	http     *http.Server
+	conns    connTracker
 	listener net.Listener
 	url      string
 	serveErr chan error
@@ -162,6 +163,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ConnState:         s.conns.track,
 	}
 	if s.tls != nil {
 		s.http.TLSConfig = s.tls.serverConfig()
@@ -305,7 +307,22 @@ func (s *Server) Close() error {
 	close(s.stopping)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
-	err := s.http.Shutdown(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.http.Shutdown(ctx) }()
+	// Connections with nothing in flight are closed at once, now and as
+	// requests in flight end (Shutdown alone would wait for the clients to
+	// hang up HTTP/2 connections).
+	var err error
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		s.conns.closeIdle()
+		select {
+		case err = <-done:
+			waiting = false
+		case <-tick.C:
+		}
+	}
 	if err != nil {
 		_ = s.http.Close()
 	}
