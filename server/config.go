@@ -77,6 +77,10 @@ type Config struct {
 	EtcdCAFile   string
 	EtcdCertFile string
 	EtcdKeyFile  string
+	// EtcdNoFsync makes the embedded etcd skip fsync: writes are much
+	// faster, and a crash of the machine may lose the latest of them. For
+	// tests (package crdtest sets it), never for data you keep.
+	EtcdNoFsync bool
 	// CompactionInterval is how often old etcd revisions are compacted
 	// (default 5 minutes; negative disables).
 	CompactionInterval time.Duration

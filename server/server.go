@@ -86,6 +86,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	s.store, err = store.Open(ctx, store.OpenOptions{
 		Dir:      filepath.Join(cfg.DataDir, "etcd"),
+		NoFsync:  cfg.EtcdNoFsync,
 		Log:      cfg.Logger,
 		External: store.ExternalConfig{Endpoints: cfg.EtcdServers, CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile},
 	})
