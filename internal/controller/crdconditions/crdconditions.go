@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/client-go/tools/cache"
+
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
 	"k8s.io/apiextensions-apiserver/pkg/controller/apiapproval"
@@ -39,6 +41,12 @@ func (c *Controller) Run(ctx context.Context) {
 	crds := factory.Apiextensions().V1().CustomResourceDefinitions()
 	nonStructural := nonstructuralschema.NewConditionController(crds, c.client.ApiextensionsV1())
 	approval := apiapproval.NewKubernetesAPIApprovalPolicyConformantConditionController(crds, c.client.ApiextensionsV1())
+	// A watch that ends because the controller stops is no error.
+	_ = crds.Informer().SetWatchErrorHandlerWithContext(func(wctx context.Context, r *cache.Reflector, err error) {
+		if ctx.Err() == nil {
+			cache.DefaultWatchErrorHandler(wctx, r, err)
+		}
+	})
 	factory.Start(ctx.Done())
 	done := make(chan struct{}, 2)
 	go func() { nonStructural.RunWithContext(1, ctx); done <- struct{}{} }()
