@@ -1,0 +1,273 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	admissionmetrics "k8s.io/apiserver/pkg/admission/metrics"
+	mutatingpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	validatingpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	webhookinit "k8s.io/apiserver/pkg/admission/plugin/webhook/initializer"
+	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Options is what admission needs of the server.
+type Options struct {
+	// Client is a client of the server itself, with every right (the
+	// loopback client): the plugins watch namespaces, the policies, their
+	// bindings and the webhook configurations, and read namespaces and
+	// params through it, and the mutating policies read the server's
+	// /openapi/v3 with it.
+	Client kubernetes.Interface
+	// Dynamic is the same client, dynamic: params that are custom
+	// resources are watched with it.
+	Dynamic dynamic.Interface
+	// RESTMapper maps a paramKind, and a policy's resource rules for type
+	// checking, to resources. It should follow the CRDs as they come and
+	// go; when it is a meta.ResettableRESTMapper it is reset every 30
+	// seconds, as kube-apiserver resets its admission RESTMapper.
+	RESTMapper meta.RESTMapper
+	// Authorizer is the server's authorizer, behind the CEL authorizer
+	// library of policies and match conditions.
+	Authorizer authorizer.UnconditionalAuthorizer
+	// ServiceAddresses says where webhook services are, as for conversion
+	// webhooks: conversion.ServiceKey (namespace/name:port) → host:port.
+	// A service not listed is dialled at <name>.<namespace>.svc:<port>,
+	// as Kubernetes' default resolver does.
+	ServiceAddresses map[string]string
+	// SchemaResolver resolves the schema of a kind for the type checking
+	// of policies (RunTypeChecker). Default: the server's /openapi/v3,
+	// through Client (resolver.ClientDiscoveryResolver), which covers
+	// built-in resources and CRDs alike.
+	SchemaResolver resolver.SchemaResolver
+	// Registerer receives the admission metrics (apiserver_admission_*,
+	// apiserver_validating_admission_policy_*,
+	// apiserver_mutating_admission_policy_*, apiserver_webhooks_*).
+	// Optional.
+	Registerer prometheus.Registerer
+	// APIServerID names this server in the plugins' metrics; default
+	// "crdserver".
+	APIServerID string
+	// Log receives what admission itself has to say (the plugins log
+	// through klog, as in Kubernetes). Default: slog.Default().
+	Log *slog.Logger
+}
+
+// pluginOrder is kube-apiserver's order of the plugins (k8s.io/kubernetes
+// pkg/kubeapiserver/options/plugins.go AllOrderedPlugins): the mutating
+// ones run in this order in the mutating phase, the validating ones in the
+// validating phase.
+var pluginOrder = []string{
+	mutatingpolicy.PluginName,    // MutatingAdmissionPolicy
+	mutatingwebhook.PluginName,   // MutatingAdmissionWebhook
+	validatingpolicy.PluginName,  // ValidatingAdmissionPolicy
+	validatingwebhook.PluginName, // ValidatingAdmissionWebhook
+}
+
+// excludedResources are the requests no policy and no webhook sees: the
+// reviews, which are not persisted and whose interception could lock
+// everyone out (kube-apiserver's list, k8s.io/kubernetes
+// pkg/kubeapiserver/admission/exclusion).
+var excludedResources = []schema.GroupResource{
+	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"},
+	{Group: "authentication.k8s.io", Resource: "tokenreviews"},
+	{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"},
+	{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"},
+	{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"},
+	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
+}
+
+// informerResync is the resync period of kube-apiserver's shared informers.
+const informerResync = 10 * time.Minute
+
+// Admission runs the dynamic admission plugins. It implements
+// admission.MutationInterface and admission.ValidationInterface; until
+// Start has built the chain, every request is refused as Kubernetes refuses
+// it before its admission plugins are ready.
+type Admission struct {
+	o        Options
+	log      *slog.Logger
+	resolver resolver.SchemaResolver
+
+	startOnce sync.Once
+	chain     atomic.Pointer[chain]
+	factory   informers.SharedInformerFactory // set by Start
+	started   chan struct{}                   // closed once factory is set
+}
+
+// chain is the assembled admission.Interface (both a MutationInterface and
+// a ValidationInterface).
+type chain struct {
+	admission.Interface
+}
+
+var (
+	_ admission.MutationInterface   = (*Admission)(nil)
+	_ admission.ValidationInterface = (*Admission)(nil)
+)
+
+// New checks o and returns an Admission to Start.
+func New(o Options) (*Admission, error) {
+	switch {
+	case o.Client == nil:
+		return nil, errors.New("admission: no client")
+	case o.Dynamic == nil:
+		return nil, errors.New("admission: no dynamic client")
+	case o.RESTMapper == nil:
+		return nil, errors.New("admission: no RESTMapper")
+	case o.Authorizer == nil:
+		return nil, errors.New("admission: no authorizer")
+	}
+	if o.APIServerID == "" {
+		o.APIServerID = "crdserver"
+	}
+	a := &Admission{o: o, log: o.Log, resolver: o.SchemaResolver, started: make(chan struct{})}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if a.resolver == nil {
+		a.resolver = &resolver.ClientDiscoveryResolver{Discovery: o.Client.Discovery()}
+	}
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(newMetricsCollector()); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				return nil, fmt.Errorf("admission: registering metrics: %w", err)
+			}
+		}
+	}
+	return a, nil
+}
+
+// Start builds the plugins and their chain, starts the informers they watch
+// and waits until these have listed everything. When ctx ends first, it
+// returns an error (requests wait for the plugins to be ready, then). All
+// that Start starts stops when ctx ends. Start may be called once.
+func (a *Admission) Start(ctx context.Context) error {
+	err := errors.New("admission: Start called twice")
+	a.startOnce.Do(func() { err = a.start(ctx) })
+	return err
+}
+
+func (a *Admission) start(ctx context.Context) error {
+	stop := ctx.Done()
+	factory := informers.NewSharedInformerFactory(a.o.Client, informerResync)
+
+	plugins := admission.NewPlugins()
+	mutatingpolicy.Register(plugins)
+	mutatingwebhook.Register(plugins)
+	validatingpolicy.Register(plugins)
+	validatingwebhook.Register(plugins)
+	// What kube-apiserver's admission options (k8s.io/apiserver
+	// pkg/server/options/admission.go ApplyTo) and its control plane
+	// (k8s.io/kubernetes pkg/controlplane/apiserver/admission) give the
+	// plugins. There is no admission configuration file: every plugin has
+	// its default configuration.
+	initializers := admission.PluginInitializers{
+		initializer.NewAPIServerIDInitializer(a.o.APIServerID),
+		initializer.New(a.o.Client, a.o.Dynamic, factory, unconditional{a.o.Authorizer},
+			utilfeature.DefaultFeatureGate, nil, stop, a.o.RESTMapper),
+		webhookinit.NewPluginInitializer(nil, serviceResolver(a.o.ServiceAddresses)),
+		excludedInitializer{},
+	}
+	decorators := admission.Decorators{admission.DecoratorFunc(admissionmetrics.WithControllerMetrics)}
+	c, err := plugins.NewFromPlugins(pluginOrder, noConfig{}, initializers, decorators)
+	if err != nil {
+		return fmt.Errorf("admission: %w", err)
+	}
+	a.chain.Store(&chain{admissionmetrics.WithStepMetrics(c)})
+	a.factory = factory
+	close(a.started)
+
+	if r, ok := a.o.RESTMapper.(meta.ResettableRESTMapper); ok {
+		go wait.Until(r.Reset, 30*time.Second, stop)
+	}
+	factory.Start(stop)
+	for typ, ok := range factory.WaitForCacheSync(stop) {
+		if !ok {
+			return fmt.Errorf("admission: the informer of %v has not synced: %w", typ, context.Cause(ctx))
+		}
+	}
+	a.log.Info("admission started", "plugins", pluginOrder)
+	return nil
+}
+
+// Handles implements admission.Interface.
+func (a *Admission) Handles(op admission.Operation) bool {
+	if c := a.chain.Load(); c != nil {
+		return c.Handles(op)
+	}
+	return op == admission.Create || op == admission.Update || op == admission.Delete || op == admission.Connect
+}
+
+// Admit runs the mutating phase: MutatingAdmissionPolicies, then mutating
+// webhooks, and both once more when reinvocation asks for it. attrs'
+// object is changed in place. attrs should come from
+// admission.NewAttributesRecord (audit annotations are collected there)
+// and o from NewObjectInterfaces.
+func (a *Admission) Admit(ctx context.Context, attrs admission.Attributes, o admission.ObjectInterfaces) error {
+	c := a.chain.Load()
+	if c == nil {
+		return admission.NewForbidden(attrs, errors.New("not yet ready to handle request"))
+	}
+	return c.Interface.(admission.MutationInterface).Admit(ctx, attrs, o)
+}
+
+// Validate runs the validating phase: ValidatingAdmissionPolicies, then
+// validating webhooks, on the final object (after mutation, defaulting
+// and schema validation).
+func (a *Admission) Validate(ctx context.Context, attrs admission.Attributes, o admission.ObjectInterfaces) error {
+	c := a.chain.Load()
+	if c == nil {
+		return admission.NewForbidden(attrs, errors.New("not yet ready to handle request"))
+	}
+	return c.Interface.(admission.ValidationInterface).Validate(ctx, attrs, o)
+}
+
+// noConfig gives every plugin no configuration file.
+type noConfig struct{}
+
+func (noConfig) ConfigFor(string) (io.Reader, error) { return nil, nil }
+
+// excludedInitializer gives the plugins the resources they must never see,
+// as kube-apiserver's control-plane initializer does.
+type excludedInitializer struct{}
+
+func (excludedInitializer) Initialize(p admission.Interface) {
+	if w, ok := p.(initializer.WantsExcludedAdmissionResources); ok {
+		w.SetExcludedAdmissionResources(excludedResources)
+	}
+}
+
+// unconditional makes crdserver's authorizer, which knows no conditions,
+// an authorizer.Authorizer, as that interface asks of such authorizers.
+type unconditional struct {
+	authorizer.UnconditionalAuthorizer
+}
+
+func (u unconditional) ConditionsAwareAuthorize(ctx context.Context, attrs authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(u.Authorize(ctx, attrs))
+}
+
+func (unconditional) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
