@@ -201,8 +201,8 @@ func TestBuiltinPatchOperations(t *testing.T) {
 	}{
 		{"api/v1", "/api/v1/namespaces/{name}", namespaceGVK, []string{jsonPatch, mergePatch, strategicPatch, applyPatch}},
 		{"api/v1", "/api/v1/namespaces/{name}/status", namespaceGVK, []string{jsonPatch, mergePatch, strategicPatch, applyPatch}},
-		{"apis/apiextensions.k8s.io/v1", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", crdGVK, []string{jsonPatch, mergePatch, applyPatch}},
-		{"apis/apiextensions.k8s.io/v1", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}/status", crdGVK, []string{jsonPatch, mergePatch, applyPatch}},
+		{"apis/apiextensions.k8s.io/v1", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", crdGVK, []string{jsonPatch, mergePatch, strategicPatch, applyPatch}},
+		{"apis/apiextensions.k8s.io/v1", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}/status", crdGVK, []string{jsonPatch, mergePatch, strategicPatch, applyPatch}},
 	}
 	p := New(builtins(t))
 	for _, tt := range tests {
