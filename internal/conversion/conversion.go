@@ -128,7 +128,8 @@ func Strategy(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (Conv
 }
 
 // ForRules returns the converter of a CRD whose conversion declarative
-// rules replace: the rules, followed by the target version's schema. Rules
+// rules replace: the rules, with the schemas of its versions around them
+// (see WithSchemas). Rules
 // that do not compile for the CRD's versions (it changed since they were
 // accepted) give a Failing converter and the error.
 func ForRules(crd *apiextensionsv1.CustomResourceDefinition, rs RuleSet, schemas map[string]*schema.Version, schemaRev int64) (Converter, error) {
@@ -144,11 +145,21 @@ func ForRules(crd *apiextensionsv1.CustomResourceDefinition, rs RuleSet, schemas
 	} else {
 		inner = rules
 	}
-	return &WithSchemas{Inner: inner, Schemas: schemas, SchemaRev: schemaRev}, err
+	return &WithSchemas{Inner: inner, Schemas: schemas, SchemaRev: schemaRev, StorageVersion: storageAPIVersion(crd)}, err
 }
 
-// ForCRD returns the converter of a CRD's objects: its strategy, followed
-// by the target version's schema (see WithSchemas). schemaRev is the
+// storageAPIVersion is the apiVersion a CRD's objects are stored in.
+func storageAPIVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return crd.Spec.Group + "/" + v.Name
+		}
+	}
+	return ""
+}
+
+// ForCRD returns the converter of a CRD's objects: its strategy, with the
+// schemas of its versions around it (see WithSchemas). schemaRev is the
 // revision of the CRD write that brought schemas. A strategy that cannot
 // be built gives a Failing converter and the error, for the log.
 func ForCRD(crd *apiextensionsv1.CustomResourceDefinition, schemas map[string]*schema.Version, schemaRev int64, opts Options) (Converter, error) {
@@ -156,5 +167,5 @@ func ForCRD(crd *apiextensionsv1.CustomResourceDefinition, schemas map[string]*s
 	if err != nil {
 		inner = Failing{Err: err}
 	}
-	return &WithSchemas{Inner: inner, Schemas: schemas, SchemaRev: schemaRev}, err
+	return &WithSchemas{Inner: inner, Schemas: schemas, SchemaRev: schemaRev, StorageVersion: storageAPIVersion(crd)}, err
 }

@@ -17,14 +17,22 @@
 //     name, namespace or uid fails the conversion, any other metadata change
 //     is ignored. Failures are 500 Status errors that carry the webhook's
 //     message, so nothing is written on a failed write.
-//   - WithSchemas runs the target version's schema (prune, default) over
-//     what another converter returns, as Kubernetes does after conversion.
+//   - WithSchemas wraps another converter in a CRD's schemas as
+//     Kubernetes' storage codec does: an object read from storage is first
+//     read in the version it is stored in (metadata through ObjectMeta,
+//     unknown fields pruned, that version's defaults applied), then
+//     converted, and what was converted is pruned by the target version's
+//     schema; nothing is defaulted after conversion. Objects this process
+//     wrote under the same schemas need none of the reading
+//     (store.WriteStamp).
 //   - Failing stands in for a CRD whose converter cannot be built.
 //
 // ForCRD assembles a CRD's converter. Items converts objects of a watch
 // cache and remembers the result in each item's memo (store.Item.Memo), so
-// that every reader of a version shares one conversion, as a watch cache per
-// version would, without keeping one.
+// that every reader of a version shares one conversion (and one reading
+// from storage), as a watch cache per version would, without keeping one;
+// an item that needs nothing is served as cached. Webhook failures are
+// worded as Kubernetes' webhook client words them.
 //
 // A crdserver without cluster DNS reaches webhook services through
 // Options.ServiceAddresses (namespace/name:port → host:port); the TLS server

@@ -59,7 +59,10 @@ func remember(it *store.Item, conv Converter, to string, raw []byte) {
 // Items converts cached objects to the apiVersion to, in one batch,
 // sharing the work between readers: each item remembers its conversion by
 // conv in its memo, so the next reader of that version converts nothing.
-// The None converter is cheap and not remembered.
+// The None converter is cheap and not remembered. A CRD's converter
+// (WithSchemas) knows from each item's store.WriteStamp what it needs
+// before it is converted; an item in the version asked for that needs
+// nothing is served as cached, without a memo.
 func Items(ctx context.Context, conv Converter, items []*store.Item, to string) ([][]byte, error) {
 	out := make([][]byte, len(items))
 	for i, it := range items {
@@ -69,8 +72,17 @@ func Items(ctx context.Context, conv Converter, items []*store.Item, to string) 
 		res, err := conv.Convert(ctx, out, to)
 		return res.Objects, err
 	}
+	ws, _ := conv.(*WithSchemas)
 	var pending []int
+	var needs []need
 	for i, it := range items {
+		var n need
+		if ws != nil {
+			n = ws.itemNeed(it)
+			if n != needAll && ws.itemServedAsStored(it, n, to) {
+				continue
+			}
+		}
 		if r, ok := lookup(it, conv, to); ok {
 			if r.raw != nil {
 				out[i] = r.raw
@@ -78,6 +90,7 @@ func Items(ctx context.Context, conv Converter, items []*store.Item, to string) 
 			continue
 		}
 		pending = append(pending, i)
+		needs = append(needs, n)
 	}
 	if len(pending) == 0 {
 		return out, nil
@@ -86,7 +99,13 @@ func Items(ctx context.Context, conv Converter, items []*store.Item, to string) 
 	for j, i := range pending {
 		raws[j] = out[i]
 	}
-	res, err := conv.Convert(ctx, raws, to)
+	var res Result
+	var err error
+	if ws != nil {
+		res, err = ws.convert(ctx, raws, needs, to)
+	} else {
+		res, err = conv.Convert(ctx, raws, to)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -99,4 +118,30 @@ func Items(ctx context.Context, conv Converter, items []*store.Item, to string) 
 		remember(items[i], conv, to, raw)
 	}
 	return out, nil
+}
+
+// ServedMayDiffer reports whether conv may serve an object otherwise than
+// as stored in a way selectors see: true for a CRD's converter, whose
+// selectable fields and labels are read from the object as served; false
+// for a built-in resource's, whose field labels read the stored form.
+func ServedMayDiffer(conv Converter) bool {
+	_, ok := conv.(*WithSchemas)
+	return ok
+}
+
+// ServedAsStored reports whether conv serves a cached object in version to
+// exactly as the cache holds it (it.Raw), so that what selectors read of
+// the item (its labels, its stored fields) is what the client gets. A
+// built-in resource's converter answers true: its field labels read the
+// stored form.
+func ServedAsStored(conv Converter, it *store.Item, to string) bool {
+	ws, ok := conv.(*WithSchemas)
+	if !ok {
+		return true
+	}
+	if n := ws.itemNeed(it); n != needAll && ws.itemServedAsStored(it, n, to) {
+		return true
+	}
+	r, ok := lookup(it, conv, to)
+	return ok && r.raw == nil
 }

@@ -689,8 +689,8 @@ func (r *Rules) Convert(ctx context.Context, objs [][]byte, to string) (Result, 
 	return res, nil
 }
 
-// convertDecoded implements decodedConverter: objects already in to are
-// nil in the answer.
+// convertDecoded converts objs decoded: objects already in to are nil in
+// the answer.
 func (r *Rules) convertDecoded(_ context.Context, objs [][]byte, to string) ([]map[string]any, error) {
 	out := make([]map[string]any, len(objs))
 	for i, raw := range objs {

@@ -3,33 +3,137 @@ package conversion
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/schema"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
-// WithSchemas runs the schema of the target version over what Inner
-// returns, as Kubernetes does after conversion: unknown fields are pruned
-// and defaults applied. Objects that Inner left alone are only processed if
-// they were stored before the schema last changed (SchemaRev); newer ones
-// were pruned and defaulted when written.
+// WithSchemas is a CRD's converter as Kubernetes' storage codec and
+// converter are one: an object read from storage is first read the way
+// Kubernetes' storage decoder reads it, in the version it is stored in
+// (schema.Version.NormalizeStored: ObjectMeta coerced, unknown fields
+// pruned, the stored version's defaults applied), then converted by Inner,
+// and what Inner converted is pruned by the target version's schema.
+// Nothing is defaulted after conversion: the defaults of the version a
+// client reads are not applied to what it reads, and the storage
+// version's defaults are not written when an object of another version is
+// stored (Kubernetes' schemaCoercingConverter prunes only).
+//
+// Which objects need the storage decoder's work is decided per object
+// (see need): what this process's write path wrote under these very
+// schemas needs nothing (or only the stored version's defaults), anything
+// else needs all of it. Items knows that of cached objects; Convert, which
+// sees only encoded objects, takes every object with a resourceVersion as
+// read from storage, of unknown origin.
 type WithSchemas struct {
 	Inner Converter
 	// Schemas are the compiled schemas by apiVersion.
-	Schemas   map[string]*schema.Version
+	Schemas map[string]*schema.Version
+	// SchemaRev is the revision of the CRD write that brought Schemas;
+	// what this process writes under them is stamped with it
+	// (store.WriteStamp.Epoch).
 	SchemaRev int64
+	// StorageVersion is the apiVersion objects are written in; empty for
+	// a converter that does not serve a store, for which every object
+	// without a resourceVersion is taken as read.
+	StorageVersion string
+	// cache, once attached, is the watch cache of the CRD's objects: a
+	// request's answer to its own write is known by it (Cache.WrittenBy).
+	cache atomic.Pointer[store.Cache]
 }
 
-// decodedConverter is a Converter that can hand over the objects it
-// converts decoded, which saves WithSchemas encoding and decoding them
-// again.
-type decodedConverter interface {
-	// convertDecoded converts objs to the apiVersion to; an object it
-	// left as it was is nil in the answer.
-	convertDecoded(ctx context.Context, objs [][]byte, to string) ([]map[string]any, error)
+// Attach tells a CRD's converter the watch cache of its objects, so that
+// the answer to a write is not read again as from storage.
+func Attach(conv Converter, cache *store.Cache) {
+	if s, ok := conv.(*WithSchemas); ok && cache != nil && s.cache.Load() != cache {
+		s.cache.Store(cache)
+	}
+}
+
+// need is what an object needs before it is converted.
+type need uint8
+
+const (
+	// needNothing: written by this process under these schemas, with the
+	// defaults of the version it is stored in.
+	needNothing need = iota
+	// needDefaults: as needNothing, but the defaults of its version may
+	// be missing (it was written in another version).
+	needDefaults
+	// needAll: of unknown origin (another replica, etcd directly, this
+	// process before the schema changed): all that Kubernetes' storage
+	// decoder does.
+	needAll
+)
+
+// itemNeed is what a cached object needs.
+func (s *WithSchemas) itemNeed(it *store.Item) need {
+	if w := it.Written; w != nil && w.Epoch == s.SchemaRev {
+		if w.Defaulted {
+			return needNothing
+		}
+		return needDefaults
+	}
+	return needAll
+}
+
+// rawNeed is what an encoded object needs: one with a resourceVersion is
+// read from storage, of unknown origin; one without comes from the write
+// path, normalized in its version already: on its way to storage nothing
+// is added to it (Kubernetes' storage encoder converts and prunes), on its
+// way to a client (a dry run's answer) the defaults of its version are,
+// as Kubernetes' storage decoder adds them. hasRV says whether it has a
+// resourceVersion.
+func (s *WithSchemas) rawNeed(hasRV bool, from, to string) need {
+	if hasRV {
+		return needAll
+	}
+	if s.StorageVersion != "" && to == s.StorageVersion && from != to {
+		return needNothing
+	}
+	return needDefaults
+}
+
+// decodedRV is the resourceVersion of a decoded object, as
+// jsonraw.ResourceVersion reads it (0: none, or not a number).
+func decodedRV(m map[string]any) int64 {
+	md, _ := m["metadata"].(map[string]any)
+	rv, _ := md["resourceVersion"].(string)
+	n, _ := strconv.ParseInt(rv, 10, 64)
+	return n
+}
+
+// itemServedAsStored reports whether a cached item that needs n (not
+// needAll) is served in version to as cached. What this process wrote
+// under these schemas is in their storage version: no need to read it.
+func (s *WithSchemas) itemServedAsStored(it *store.Item, n need, to string) bool {
+	from := s.StorageVersion
+	if from == "" {
+		from, _, _ = jsonraw.String(it.Raw, "apiVersion")
+	}
+	return s.asStored(n, from, to)
+}
+
+// asStored reports whether an object stored in from, needing n, is served
+// in version to as it is.
+func (s *WithSchemas) asStored(n need, from, to string) bool {
+	if from != to {
+		return false
+	}
+	switch n {
+	case needNothing:
+		return true
+	case needDefaults:
+		return !s.Schemas[from].HasDefaults()
+	}
+	return false
 }
 
 // decodeObject decodes an encoded object as Kubernetes' decoder does
@@ -47,64 +151,221 @@ func decodeObject(raw []byte) (map[string]any, error) {
 
 // Convert implements Converter.
 func (s *WithSchemas) Convert(ctx context.Context, objs [][]byte, to string) (Result, error) {
-	v := s.Schemas[to]
-	dc, decoded := s.Inner.(decodedConverter)
-	if v == nil || !decoded {
-		res, err := s.Inner.Convert(ctx, objs, to)
-		if err != nil || v == nil {
-			return res, err
-		}
-		return s.apply(v, objs, res.Objects, res.Changed, nil)
-	}
-	maps, err := dc.convertDecoded(ctx, objs, to)
-	if err != nil {
-		return Result{}, err
-	}
-	return s.apply(v, objs, objs, nil, maps)
+	return s.convert(ctx, objs, nil, to)
 }
 
-// apply runs v over the converted objects out (changed says which the
-// inner converter changed; maps holds them decoded, when it can) and over
-// those stored before the schema last changed.
-func (s *WithSchemas) apply(v *schema.Version, objs, out [][]byte, changed []bool, maps []map[string]any) (Result, error) {
-	res := Result{Objects: out, Changed: changed}
-	copied := false
-	for i := range res.Objects {
-		var m map[string]any
-		if maps != nil {
-			m = maps[i]
+// batch is one conversion in progress: the objects as they are, decoded
+// when a step needed them.
+type batch struct {
+	objs  [][]byte
+	from  []string
+	maps  []map[string]any // decoded (and normalized), nil: not decoded
+	dirty []bool           // maps[i] differs from objs[i]
+}
+
+func (b *batch) decoded(i int) (map[string]any, error) {
+	if b.maps[i] == nil {
+		m, err := decodeObject(b.objs[i])
+		if err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("stored object: %w", err))
 		}
-		if m == nil && !res.changedAt(i) {
-			rv, _ := jsonraw.ResourceVersion(objs[i])
-			if rv == 0 || rv > s.SchemaRev {
-				continue
+		b.maps[i] = m
+	}
+	return b.maps[i], nil
+}
+
+// current is object i as it is now, encoded.
+func (b *batch) current(i int) ([]byte, error) {
+	if !b.dirty[i] {
+		return b.objs[i], nil
+	}
+	return encode(b.maps[i])
+}
+
+func encode(m map[string]any) ([]byte, error) {
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return out, nil
+}
+
+// normalize gives each object what it needs (see need), in the version it
+// is stored in.
+func (s *WithSchemas) normalize(b *batch, needs []need) error {
+	for i := range b.objs {
+		v := s.Schemas[b.from[i]]
+		switch {
+		case needs[i] == needAll && v != nil:
+			m, err := b.decoded(i)
+			if err != nil {
+				return err
 			}
-		}
-		if m == nil {
-			var err error
-			if m, err = decodeObject(res.Objects[i]); err != nil {
-				return Result{}, apierrors.NewInternalError(err)
+			changed, err := v.NormalizeStored(m)
+			if err != nil {
+				return apierrors.NewInternalError(fmt.Errorf("stored object cannot be read as %s: %w", b.from[i], err))
 			}
+			b.dirty[i] = b.dirty[i] || changed
+		case needs[i] == needDefaults && v.HasDefaults():
+			m, err := b.decoded(i)
+			if err != nil {
+				return err
+			}
+			b.dirty[i] = v.DefaultStored(m) || b.dirty[i]
 		}
-		if err := v.CoerceStored(m); err != nil {
-			return Result{}, apierrors.NewInternalError(err)
-		}
-		v.Default(m)
-		b, err := json.Marshal(m)
+	}
+	return nil
+}
+
+// convert normalizes objs as needs say (nil: as rawNeed says), converts
+// them to to, and prunes what was converted with the schema of to.
+func (s *WithSchemas) convert(ctx context.Context, objs [][]byte, needs []need, to string) (Result, error) {
+	b := &batch{objs: objs, from: make([]string, len(objs)), maps: make([]map[string]any, len(objs)), dirty: make([]bool, len(objs))}
+	for i, o := range objs {
+		av, _, err := jsonraw.String(o, "apiVersion")
 		if err != nil {
 			return Result{}, apierrors.NewInternalError(err)
 		}
-		if !copied {
-			res.Objects = append([][]byte(nil), res.Objects...)
-			changed := make([]bool, len(res.Objects))
-			copy(changed, res.Changed)
-			res.Changed = changed
-			copied = true
+		b.from[i] = av
+	}
+	var inMap func(m map[string]any) error
+	switch inner := s.Inner.(type) {
+	case None:
+		inMap = func(m map[string]any) error { m["apiVersion"] = to; return nil }
+	case *Rules:
+		inMap = func(m map[string]any) error {
+			if err := inner.ConvertObject(m, to); err != nil {
+				return fmt.Errorf("declarative conversion: %w", err)
+			}
+			return nil
 		}
-		res.Objects[i] = b
-		res.Changed[i] = true
+	}
+	if needs == nil {
+		needs = make([]need, len(objs))
+		cache := s.cache.Load()
+		for i, o := range objs {
+			var rv int64
+			if inMap != nil && b.from[i] != to && cache == nil {
+				// Decoded to be converted anyway: read it there.
+				m, err := b.decoded(i)
+				if err != nil {
+					return Result{}, err
+				}
+				rv = decodedRV(m)
+			} else {
+				rv, _ = jsonraw.ResourceVersion(o)
+			}
+			needs[i] = s.rawNeed(rv != 0, b.from[i], to)
+			if rv != 0 && cache != nil {
+				// The answer to this request's own write.
+				if w := cache.WrittenBy(ctx, o, rv); w != nil && w.Epoch == s.SchemaRev {
+					needs[i] = needDefaults
+					if w.Defaulted {
+						needs[i] = needNothing
+					}
+				}
+			}
+		}
+	}
+	if err := s.normalize(b, needs); err != nil {
+		return Result{}, err
+	}
+	target := s.Schemas[to]
+	res := Result{Objects: append([][]byte(nil), objs...), Changed: make([]bool, len(objs))}
+	if inMap != nil {
+		// Converted in place, decoded once.
+		for i := range objs {
+			if b.from[i] == to {
+				if b.dirty[i] {
+					out, err := encode(b.maps[i])
+					if err != nil {
+						return Result{}, err
+					}
+					res.Objects[i], res.Changed[i] = out, true
+				}
+				continue
+			}
+			m, err := b.decoded(i)
+			if err != nil {
+				return Result{}, err
+			}
+			if err := inMap(m); err != nil {
+				return Result{}, err
+			}
+			if err := target.CoerceStored(m); err != nil {
+				return Result{}, apierrors.NewInternalError(err)
+			}
+			out, err := encode(m)
+			if err != nil {
+				return Result{}, err
+			}
+			res.Objects[i], res.Changed[i] = out, true
+		}
+		return res, nil
+	}
+	// Another converter (a webhook) takes the objects encoded.
+	in := make([][]byte, len(objs))
+	for i := range objs {
+		out, err := b.current(i)
+		if err != nil {
+			return Result{}, err
+		}
+		in[i] = out
+		if b.dirty[i] {
+			res.Objects[i], res.Changed[i] = out, true
+		}
+	}
+	conv, err := s.Inner.Convert(ctx, in, to)
+	if err != nil {
+		return Result{}, err
+	}
+	for i := range objs {
+		if !conv.changedAt(i) {
+			continue
+		}
+		m, err := decodeObject(conv.Objects[i])
+		if err != nil {
+			return Result{}, apierrors.NewInternalError(err)
+		}
+		if err := target.CoerceStored(m); err != nil {
+			return Result{}, apierrors.NewInternalError(err)
+		}
+		out, err := encode(m)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Objects[i], res.Changed[i] = out, true
 	}
 	return res, nil
+}
+
+// Stored returns an object read from storage as Kubernetes' storage
+// decoder reads it, in the version it is stored in, converting nothing:
+// what a deletion needs of it (conversion must not stand in its way). A
+// converter that is not a CRD's returns it as it is.
+func Stored(conv Converter, raw []byte) ([]byte, error) {
+	s, ok := conv.(*WithSchemas)
+	if !ok {
+		return raw, nil
+	}
+	from, _, err := jsonraw.String(raw, "apiVersion")
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	b := &batch{objs: [][]byte{raw}, from: []string{from}, maps: make([]map[string]any, 1), dirty: make([]bool, 1)}
+	if err := s.normalize(b, []need{needAll}); err != nil {
+		return nil, err
+	}
+	return b.current(0)
+}
+
+// SchemaRevOf returns the schema revision of a CRD's converter (see
+// WithSchemas.SchemaRev); false for other converters.
+func SchemaRevOf(conv Converter) (int64, bool) {
+	if s, ok := conv.(*WithSchemas); ok {
+		return s.SchemaRev, true
+	}
+	return 0, false
 }
 
 // Close closes Inner.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -184,8 +186,8 @@ func (w *Webhook) call(ctx context.Context, objs [][]byte, to, gvk string) ([][]
 	if err != nil {
 		return nil, fmt.Errorf("conversion webhook for %v failed: %v", gvk, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("conversion webhook for %v failed: the server responded with the status code %d: %s", gvk, resp.StatusCode, snippet(data))
+	if resp.StatusCode < http.StatusOK || resp.StatusCode > http.StatusPartialContent {
+		return nil, fmt.Errorf("conversion webhook for %v failed: %v", gvk, responseError(resp, data))
 	}
 	var answer apiextensionsv1.ConversionReview
 	if err := json.Unmarshal(data, &answer); err != nil {
@@ -219,12 +221,43 @@ func (w *Webhook) call(ctx context.Context, objs [][]byte, to, gvk string) ([][]
 	return out, nil
 }
 
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 512 {
-		s = s[:512] + "..."
+// maxErrorBodyBytes is as much of an error answer's body as client-go
+// puts in its error.
+const maxErrorBodyBytes = 2048
+
+// responseError is the error of a webhook answer that is not a success,
+// worded as Kubernetes' webhook client (client-go's REST client) words it:
+// the message of a failure Status the body holds, or the generic text of
+// the status code (with the body, when it is text, for codes whose text
+// includes it).
+func responseError(resp *http.Response, body []byte) error {
+	var st metav1.Status
+	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" && (st.APIVersion == "" || st.APIVersion == "v1") && st.Status == metav1.StatusFailure {
+		return &apierrors.StatusError{ErrStatus: st}
 	}
-	return s
+	if len(body) > maxErrorBodyBytes {
+		body = body[:maxErrorBodyBytes]
+	}
+	message := "unknown"
+	if isTextResponse(resp) {
+		message = strings.TrimSpace(string(body))
+	}
+	retryAfter := 0
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		retryAfter = s
+	}
+	return apierrors.NewGenericServerResponse(resp.StatusCode, http.MethodPost, schema.GroupResource{}, "", message, retryAfter, true)
+}
+
+// isTextResponse: client-go takes an answer without a Content-Type, or
+// with a text/* one, for text.
+func isTextResponse(resp *http.Response) bool {
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		return true
+	}
+	media, _, err := mime.ParseMediaType(ct)
+	return err == nil && strings.HasPrefix(media, "text/")
 }
 
 // checkConverted validates one converted object against its original and

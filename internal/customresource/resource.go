@@ -46,6 +46,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, cache *store.Cache, conv
 		}
 	}
 	resource.SortVersions(served)
+	conversion.Attach(conv, cache)
 	res := &resource.Resource{
 		Group:          crd.Spec.Group,
 		Plural:         names.Plural,
@@ -58,7 +59,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, cache *store.Cache, conv
 		StorageVersion: storage,
 		KeyPrefix:      KeyPrefix(crd),
 		Cache:          cache,
-		Strategy:       strategy{status: status, schemas: schemas, scales: scales},
+		Strategy:       newStrategy(crd, cache, conv, storage, status, schemas, scales),
 		Converter:      conv,
 		Table:          newTable(crd),
 		FieldManagers:  fieldManagers(crd, conv, schemas, status),

@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/schema"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 // strategy holds Kubernetes' rules for custom resources:
@@ -26,6 +28,56 @@ type strategy struct {
 	schemas map[string]*schema.Version
 	// scales are the scale subresources by apiVersion.
 	scales map[string]*apiextensionsv1.CustomResourceSubresourceScale
+	// writes, when set, is told of every object the write path prepares
+	// (see announce).
+	writes *writeAnnouncer
+}
+
+// writeAnnouncer tells the watch cache which values this process's write
+// path prepared, and under which schemas, so that readers know what they
+// need not do again (store.WriteStamp).
+type writeAnnouncer struct {
+	cache      *store.Cache
+	keyPrefix  string
+	namespaced bool
+	// storage is the apiVersion objects are stored in.
+	storage string
+	// epoch is the schema revision of schemas (conversion.SchemaRevOf).
+	epoch int64
+}
+
+func newStrategy(crd *apiextensionsv1.CustomResourceDefinition, cache *store.Cache, conv conversion.Converter, storage string, status map[string]bool, schemas map[string]*schema.Version, scales map[string]*apiextensionsv1.CustomResourceSubresourceScale) strategy {
+	s := strategy{status: status, schemas: schemas, scales: scales}
+	if epoch, ok := conversion.SchemaRevOf(conv); ok && cache != nil && storage != "" {
+		s.writes = &writeAnnouncer{
+			cache:      cache,
+			keyPrefix:  KeyPrefix(crd),
+			namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+			storage:    crd.Spec.Group + "/" + storage,
+			epoch:      epoch,
+		}
+	}
+	return s
+}
+
+// announce tells the cache that the request of ctx prepared obj, as it
+// will be written, under this strategy's schemas: pruned and with its
+// metadata typed (the write path's work), and, when it is in the storage
+// version and nothing of that version's defaults is missing, defaulted.
+// Its strategy's methods are the last to change an object before it is
+// stored.
+func (s strategy) announce(ctx context.Context, obj *resource.Object) {
+	w := s.writes
+	if w == nil {
+		return
+	}
+	key := w.keyPrefix + obj.Meta.Name
+	if w.namespaced {
+		key = w.keyPrefix + obj.Meta.Namespace + "/" + obj.Meta.Name
+	}
+	av := obj.APIVersion()
+	defaulted := av == w.storage && !s.schemas[av].NeedsDefaults(obj.Content)
+	w.cache.PrepareWrite(ctx, key, store.WriteStamp{Epoch: w.epoch, Defaulted: defaulted})
 }
 
 // Coerce prunes and defaults a request body with its version's schema.
@@ -40,14 +92,15 @@ func (s strategy) Coerce(content map[string]any, track bool) ([]string, error) {
 	return unknown, nil
 }
 
-func (s strategy) PrepareForCreate(_ context.Context, obj *resource.Object) {
+func (s strategy) PrepareForCreate(ctx context.Context, obj *resource.Object) {
 	if s.status[obj.APIVersion()] {
 		delete(obj.Content, "status")
 	}
 	obj.Meta.Generation = 1
+	s.announce(ctx, obj)
 }
 
-func (s strategy) PrepareForUpdate(_ context.Context, obj, old *resource.Object) {
+func (s strategy) PrepareForUpdate(ctx context.Context, obj, old *resource.Object) {
 	if s.status[obj.APIVersion()] {
 		if st, ok := old.Content["status"]; ok {
 			obj.Content["status"] = runtime.DeepCopyJSONValue(st)
@@ -58,11 +111,12 @@ func (s strategy) PrepareForUpdate(_ context.Context, obj, old *resource.Object)
 	if !apiequality.Semantic.DeepEqual(obj.Content, old.Content) {
 		obj.Meta.Generation = old.Meta.Generation + 1
 	}
+	s.announce(ctx, obj)
 }
 
 // PrepareForStatusUpdate takes only status from the request; everything
 // else stays as stored (managedFields aside).
-func (s strategy) PrepareForStatusUpdate(_ context.Context, obj, old *resource.Object) {
+func (s strategy) PrepareForStatusUpdate(ctx context.Context, obj, old *resource.Object) {
 	st, ok := obj.Content["status"]
 	managed := obj.Meta.ManagedFields
 	next := old.DeepCopy()
@@ -73,6 +127,7 @@ func (s strategy) PrepareForStatusUpdate(_ context.Context, obj, old *resource.O
 		delete(next.Content, "status")
 	}
 	*obj = *next
+	s.announce(ctx, obj)
 }
 
 func (s strategy) Validate(ctx context.Context, obj *resource.Object) field.ErrorList {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
@@ -111,17 +112,23 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 		return nil, "", false, c.storeError(err, name)
 	}
 	for {
-		// Deleting needs no conversion: the object is read and, when
-		// finalizers keep it, written as it is stored, so that a
+		// Deleting needs no conversion: the object is read as Kubernetes'
+		// storage decoder reads it (metadata that does not decode dropped,
+		// the schema of the version it is stored in applied) and, when
+		// finalizers keep it, written in that version, so that a
 		// conversion webhook that is down does not block deletions
 		// (kubernetes/kubernetes#71925).
 		raw, err := jsonraw.SetResourceVersion(kv.Value, kv.ModRevision)
 		if err != nil {
-			return nil, "", false, apierrors.NewInternalError(err)
+			raw = kv.Value
+		} else if normalized, err := conversion.Stored(c.res.Converter, raw); err == nil {
+			raw = normalized
 		}
-		cur, err := DecodeObject(raw)
-		if err != nil {
-			return nil, "", false, apierrors.NewInternalError(err)
+		// An object nothing can read (not JSON, metadata not an object)
+		// may still go; it is never written back.
+		cur, undecodable := DecodeStoredObject(raw)
+		if undecodable != nil {
+			cur = &Object{Content: map[string]any{}}
 		}
 		if p := opts.Preconditions; p != nil {
 			if p.UID != nil && *p.UID != cur.Meta.UID {
@@ -160,6 +167,9 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 		// in the generation.
 		if keep && cur.Meta.DeletionTimestamp == nil && next.Meta.DeletionTimestamp != nil && next.Meta.Generation > 0 {
 			next.Meta.Generation++
+		}
+		if keep && undecodable != nil {
+			return nil, "", false, apierrors.NewInternalError(undecodable)
 		}
 		if keep {
 			data, err := c.toStorage(next)

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
 )
 
@@ -29,9 +30,20 @@ func (c *call) get() {
 	}
 	key := c.res.Key(c.namespace, c.info.Name)
 	if rvs == "" {
-		it, err := c.read(key)
+		kv, _, err := c.h.Store.Get(c.ctx, key, 0)
 		if err != nil {
 			c.fail(c.storeError(err, c.info.Name))
+			return
+		}
+		if it := c.cachedAt(kv); it != nil {
+			// The cache holds this very state: its conversion (and what
+			// reading it from storage takes) is shared with its readers.
+			c.respondItem(it)
+			return
+		}
+		it, err := DecodeItem(kv.Key, kv.Value, kv.ModRevision)
+		if err != nil {
+			c.fail(apierrors.NewInternalError(err))
 			return
 		}
 		c.respond(http.StatusOK, it.Raw)
@@ -51,7 +63,28 @@ func (c *call) get() {
 		c.fail(c.notFound(c.info.Name))
 		return
 	}
-	c.respond(http.StatusOK, it.Raw)
+	c.respondItem(it)
+}
+
+// respondItem sends a cached object in the request's version (as a Table
+// or metadata only, if asked for), converted as the cache's readers share
+// it.
+func (c *call) respondItem(it *store.Item) {
+	t, err := request.Negotiate(c.r, c.offer(readOffer))
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	out, err := c.convertItems([]*store.Item{it})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if t.As != request.AsObject {
+		c.transform(t, out, false, it.Rev, "", 0)
+		return
+	}
+	request.Write(c.w, c.r, http.StatusOK, t, out[0])
 }
 
 // read reads the newest version of one object from etcd.

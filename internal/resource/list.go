@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
@@ -51,8 +52,24 @@ func (c *call) listOptions() (*metainternalversion.ListOptions, error) {
 	return opts, nil
 }
 
-// filter returns the item filter of label and field selectors, or nil.
-func filter(opts *metainternalversion.ListOptions, fieldLabels map[string]FieldLabel) func(*store.Item) bool {
+// selection is what a list, watch or deletecollection selects by labels
+// and fields. Kubernetes matches selectors on the object in the version
+// the client asked for (a conversion webhook may rename a selectable field
+// or change labels; defaults the stored version applies on read count): a
+// cached item is matched as cached when it is served as it is
+// (conversion.ServedAsStored), otherwise on what its conversion serves.
+type selection struct {
+	ls     labels.Selector
+	fs     fields.Selector
+	labels map[string]FieldLabel
+	// content: the selection reads more than an object's name and
+	// namespace (which no conversion changes).
+	content bool
+}
+
+// newSelection returns the selection of the options, nil when they select
+// nothing.
+func newSelection(opts *metainternalversion.ListOptions, fieldLabels map[string]FieldLabel) *selection {
 	ls, fs := opts.LabelSelector, opts.FieldSelector
 	if ls != nil && ls.Empty() {
 		ls = nil
@@ -63,19 +80,86 @@ func filter(opts *metainternalversion.ListOptions, fieldLabels map[string]FieldL
 	if ls == nil && fs == nil {
 		return nil
 	}
-	return func(it *store.Item) bool {
-		if ls != nil && !ls.Matches(labels.Set(it.Labels)) {
-			return false
+	sel := &selection{ls: ls, fs: fs, labels: fieldLabels, content: ls != nil}
+	if fs != nil {
+		for _, r := range fs.Requirements() {
+			if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
+				sel.content = true
+			}
 		}
-		if fs != nil && !fs.Matches(itemFieldSet{it, fieldLabels}) {
-			return false
+	}
+	return sel
+}
+
+// matchItem matches a cached item as it is cached.
+func (s *selection) matchItem(it *store.Item) bool {
+	if s.ls != nil && !s.ls.Matches(labels.Set(it.Labels)) {
+		return false
+	}
+	if s.fs != nil && !s.fs.Matches(itemFieldSet{it: it, raw: it.Raw, labels: s.labels}) {
+		return false
+	}
+	return true
+}
+
+// matchServed matches a cached item on served, the object a client gets
+// of it.
+func (s *selection) matchServed(it *store.Item, served []byte) bool {
+	if sameBytes(served, it.Raw) {
+		return s.matchItem(it)
+	}
+	if s.ls != nil && !s.ls.Matches(labels.Set(servedLabels(served))) {
+		return false
+	}
+	if s.fs != nil && !s.fs.Matches(itemFieldSet{it: it, raw: served, labels: s.labels}) {
+		return false
+	}
+	return true
+}
+
+// sameBytes reports whether a and b are the same bytes in memory (what
+// conversion.Items returns for an object it serves as cached).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// servedLabels reads metadata.labels of an encoded object.
+func servedLabels(raw []byte) map[string]string {
+	md, ok, err := jsonraw.Field(raw, "metadata")
+	if err != nil || !ok {
+		return nil
+	}
+	l, ok, err := jsonraw.Field(md, "labels")
+	if err != nil || !ok {
+		return nil
+	}
+	var out map[string]string
+	_ = json.Unmarshal(l, &out)
+	return out
+}
+
+// filter is the item filter of a cache read or an etcd read for sel: exact
+// for items served as they are stored, and passing the others on (maybe)
+// to be matched once converted, when post says so.
+func (c *call) filter(sel *selection) (keep func(*store.Item) bool, post bool) {
+	if sel == nil {
+		return nil, false
+	}
+	conv, to := c.res.Converter, c.apiVersion()
+	if !sel.content || !conversion.ServedMayDiffer(conv) {
+		return sel.matchItem, false
+	}
+	return func(it *store.Item) bool {
+		if conversion.ServedAsStored(conv, it, to) {
+			return sel.matchItem(it)
 		}
 		return true
-	}
+	}, true
 }
 
 type itemFieldSet struct {
 	it     *store.Item
+	raw    []byte // the object as served
 	labels map[string]FieldLabel
 }
 
@@ -95,10 +179,10 @@ func (f itemFieldSet) lookup(field string) (string, bool) {
 		return v, true
 	}
 	if read, ok := f.labels[field]; ok {
-		return read(f.it.Raw), true
+		return read(f.raw), true
 	}
 	// A selectable field of the object: read it from its JSON.
-	return jsonraw.Scalar(f.it.Raw, strings.Split(field, "."))
+	return jsonraw.Scalar(f.raw, strings.Split(field, "."))
 }
 
 var _ fields.Fields = itemFieldSet{}
@@ -139,8 +223,11 @@ var errBadContinue = errors.New("invalid continue token")
 
 // page is a list result before encoding.
 type page struct {
-	items     [][]byte
-	cached    []*store.Item // the items, when they come from the cache
+	items  [][]byte      // as stored
+	cached []*store.Item // the items, when they come from the cache
+	// served holds the items in the request's version, when selecting
+	// them took their conversion.
+	served    [][]byte
 	rev       int64
 	next      string // key to continue from
 	remaining int64  // -1: unknown
@@ -157,8 +244,8 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 		lo = res.KeyPrefix + c.namespace + "/"
 	}
 	hi := store.PrefixEnd(lo)
-	keep := filter(opts, c.ver.FieldLabels)
-	selectors := keep != nil
+	sel := newSelection(opts, c.ver.FieldLabels)
+	keep, post := c.filter(sel)
 	rv, _ := ParseResourceVersion(opts.ResourceVersion)
 
 	switch {
@@ -173,14 +260,14 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 		if start < lo || start >= hi {
 			return nil, apierrors.NewBadRequest("invalid continue token: continue key is not valid: key is outside the listed range")
 		}
-		p, err := c.collectFromStore(start, hi, crev, opts.Limit, keep)
+		p, err := c.collectFromStore(start, hi, crev, opts.Limit, sel)
 		if errors.Is(err, store.ErrCompacted) {
 			return nil, expiredContinue()
 		}
 		return p, err
 	case rv > 0 && (opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
 		(opts.ResourceVersionMatch == "" && opts.Limit > 0)):
-		p, err := c.collectFromStore(lo, hi, rv, opts.Limit, keep)
+		p, err := c.collectFromStore(lo, hi, rv, opts.Limit, sel)
 		if errors.Is(err, store.ErrCompacted) {
 			return nil, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 		}
@@ -196,7 +283,7 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 		}
 		if err := cache.WaitFresh(c.ctx, cur); err != nil {
 			// The cache lags: read etcd directly.
-			return c.collectFromStore(lo, hi, 0, opts.Limit, keep)
+			return c.collectFromStore(lo, hi, 0, opts.Limit, sel)
 		}
 	case rv == 0:
 		if err := cache.WaitReady(c.ctx); err != nil {
@@ -207,13 +294,48 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 			return nil, err
 		}
 	}
+	if post {
+		// Some items are matched once converted: the whole range is
+		// taken at once (one state), converted until the page is full.
+		l := cache.List(store.ListOptions{Namespace: c.namespace, Filter: keep})
+		return c.selectConverted(l.Items, l.Rev, opts.Limit, sel)
+	}
 	l := cache.List(store.ListOptions{Namespace: c.namespace, Limit: int(opts.Limit), Filter: keep})
 	p := &page{rev: l.Rev, next: l.Next, remaining: l.Remaining, items: make([][]byte, len(l.Items)), cached: l.Items}
 	for i, it := range l.Items {
 		p.items[i] = it.Raw
 	}
-	if selectors {
+	if sel != nil {
 		p.remaining = -1
+	}
+	return p, nil
+}
+
+// selectBatch is how many objects are converted at once to be matched.
+const selectBatch = 500
+
+// selectConverted keeps the cached items that sel matches once converted
+// to the request's version, up to limit (0: all).
+func (c *call) selectConverted(items []*store.Item, rev, limit int64, sel *selection) (*page, error) {
+	p := &page{rev: rev, remaining: -1}
+	for start := 0; start < len(items); start += selectBatch {
+		batch := items[start:min(start+selectBatch, len(items))]
+		served, err := c.convertItems(batch)
+		if err != nil {
+			return nil, err
+		}
+		for j, it := range batch {
+			if !sel.matchServed(it, served[j]) {
+				continue
+			}
+			if limit > 0 && int64(len(p.items)) >= limit {
+				p.next = it.Key
+				return p, nil
+			}
+			p.items = append(p.items, it.Raw)
+			p.cached = append(p.cached, it)
+			p.served = append(p.served, served[j])
+		}
 	}
 	return p, nil
 }
@@ -223,8 +345,9 @@ func expiredContinue() error {
 }
 
 // collectFromStore reads a page from etcd at rev (0: newest), reading on
-// until limit items pass the filter or the range ends.
-func (c *call) collectFromStore(start, end string, rev, limit int64, keep func(*store.Item) bool) (*page, error) {
+// until limit items match the selection or the range ends.
+func (c *call) collectFromStore(start, end string, rev, limit int64, sel *selection) (*page, error) {
+	keep, post := c.filter(sel)
 	p := &page{remaining: -1}
 	batch := limit
 	if keep != nil && batch > 0 && batch < 500 {
@@ -237,18 +360,39 @@ func (c *call) collectFromStore(start, end string, rev, limit int64, keep func(*
 		}
 		rev = l.Revision
 		p.rev = rev
-		for i, kv := range l.KVs {
+		items := make([]*store.Item, 0, len(l.KVs))
+		for _, kv := range l.KVs {
 			it, err := DecodeItem(kv.Key, kv.Value, kv.ModRevision)
 			if err != nil {
 				return nil, apierrors.NewInternalError(fmt.Errorf("stored object %s: %w", kv.Key, err))
 			}
-			if keep != nil && !keep(it) {
+			items = append(items, it)
+		}
+		var served [][]byte
+		if post {
+			// Matched on the objects as the client gets them.
+			raws := make([][]byte, len(items))
+			for i, it := range items {
+				raws[i] = it.Raw
+			}
+			if served, err = c.convert(raws); err != nil {
+				return nil, err
+			}
+		}
+		for i, it := range items {
+			switch {
+			case post:
+				if !sel.matchServed(it, served[i]) {
+					continue
+				}
+				p.served = append(p.served, served[i])
+			case keep != nil && !keep(it):
 				continue
 			}
 			p.items = append(p.items, it.Raw)
 			if limit > 0 && int64(len(p.items)) >= limit {
 				if i < len(l.KVs)-1 || l.More {
-					p.next = kv.Key + "\x00"
+					p.next = l.KVs[i].Key + "\x00"
 					if keep == nil {
 						p.remaining = l.Remaining + int64(len(l.KVs)-1-i)
 					}
@@ -281,9 +425,12 @@ func (c *call) list() {
 		return
 	}
 	var items [][]byte
-	if p.cached != nil {
+	switch {
+	case p.served != nil || (p.items == nil && p.cached == nil):
+		items = p.served
+	case p.cached != nil:
 		items, err = c.convertItems(p.cached)
-	} else {
+	default:
 		items, err = c.convert(p.items)
 	}
 	if err != nil {

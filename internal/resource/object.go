@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strconv"
 
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -38,6 +39,31 @@ func NewObject(content map[string]any) (*Object, field.ErrorList) {
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &o.Meta); err != nil {
 		return nil, field.ErrorList{field.Invalid(field.NewPath("metadata"), raw, err.Error())}
+	}
+	return o, nil
+}
+
+// DecodeStoredObject decodes a stored object into an Object, reading its
+// metadata as Kubernetes' storage decoder does: a field of ObjectMeta that
+// does not decode (written to etcd by other means) is dropped rather than
+// failing the read.
+func DecodeStoredObject(data []byte) (*Object, error) {
+	o, err := DecodeObject(data)
+	if err == nil {
+		return o, nil
+	}
+	var content map[string]any
+	if uerr := utiljson.Unmarshal(data, &content); uerr != nil {
+		return nil, uerr
+	}
+	meta, found, _, merr := schemaobjectmeta.GetObjectMetaWithOptions(content, schemaobjectmeta.ObjectMetaOptions{DropMalformedFields: true})
+	if merr != nil {
+		return nil, err
+	}
+	delete(content, "metadata")
+	o = &Object{Content: content}
+	if found && meta != nil {
+		o.Meta = *meta
 	}
 	return o, nil
 }
@@ -150,7 +176,15 @@ func LifecycleOf(it *store.Item) *Lifecycle {
 func DecodeItem(key string, value []byte, rev int64) (*store.Item, error) {
 	var m itemMeta
 	if err := json.Unmarshal(value, &m); err != nil {
-		return nil, err
+		// Metadata that does not decode (written to etcd by other means)
+		// is read as Kubernetes reads it: what does not decode is dropped.
+		o, derr := DecodeStoredObject(value)
+		if derr != nil {
+			return nil, err
+		}
+		md := &m.Metadata
+		md.Name, md.Namespace, md.UID, md.Labels = o.Meta.Name, o.Meta.Namespace, string(o.Meta.UID), o.Meta.Labels
+		md.OwnerReferences, md.Finalizers, md.DeletionTimestamp = o.Meta.OwnerReferences, o.Meta.Finalizers, o.Meta.DeletionTimestamp
 	}
 	raw, err := jsonraw.SetResourceVersion(value, rev)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
 )
@@ -43,7 +44,7 @@ func (c *call) watch() {
 		}
 		opts.FieldSelector = byName
 	}
-	wo, initialEnd, err := c.watchStart(opts)
+	wo, initialEnd, post, err := c.watchStart(opts)
 	if err != nil {
 		c.fail(c.storeError(err, ""))
 		return
@@ -56,6 +57,9 @@ func (c *call) watch() {
 		return
 	}
 	s := c.startStream(target, opts.AllowWatchBookmarks)
+	if post {
+		s.sel = newSelection(opts, c.ver.FieldLabels)
+	}
 	if err != nil {
 		// History is gone, or the version is not reached yet: one ERROR
 		// event, as the watch cache sends it, then the end of the stream.
@@ -110,11 +114,14 @@ func (c *call) watchTimeout(opts *metainternalversion.ListOptions) time.Duration
 // watchStart decides where a watch starts, from resourceVersion and
 // sendInitialEvents as Kubernetes' API concepts say: from the current state
 // (with synthetic ADDED events) or after a resourceVersion. initialEnd says
-// whether the initial events end with the bookmark that says so.
-func (c *call) watchStart(opts *metainternalversion.ListOptions) (wo store.WatchOptions, initialEnd bool, err error) {
+// whether the initial events end with the bookmark that says so; post,
+// whether the cache's filter passes on events whose objects are matched
+// once converted (see selection).
+func (c *call) watchStart(opts *metainternalversion.ListOptions) (wo store.WatchOptions, initialEnd, post bool, err error) {
 	cache := c.res.Cache
 	rv, _ := ParseResourceVersion(opts.ResourceVersion)
-	wo = store.WatchOptions{Namespace: c.namespace, Filter: filter(opts, c.ver.FieldLabels), Bookmarks: opts.AllowWatchBookmarks}
+	keep, post := c.filter(newSelection(opts, c.ver.FieldLabels))
+	wo = store.WatchOptions{Namespace: c.namespace, Filter: keep, Bookmarks: opts.AllowWatchBookmarks}
 	// fresh waits for the cache to reach rv, or a consistent read's revision
 	// when rv is unset.
 	fresh := func(rv int64) error {
@@ -130,7 +137,7 @@ func (c *call) watchStart(opts *metainternalversion.ListOptions) (wo store.Watch
 		// A streaming list (or a watch from "now" when false): the state must
 		// be at least as new as a consistent read or the given version.
 		if err := fresh(rv); err != nil {
-			return wo, false, err
+			return wo, false, false, err
 		}
 		if *opts.SendInitialEvents {
 			wo.FromState = true
@@ -140,7 +147,7 @@ func (c *call) watchStart(opts *metainternalversion.ListOptions) (wo store.Watch
 		}
 	case opts.ResourceVersion == "":
 		if err := fresh(0); err != nil {
-			return wo, false, err
+			return wo, false, false, err
 		}
 		wo.FromState = true
 	case rv == 0:
@@ -148,7 +155,7 @@ func (c *call) watchStart(opts *metainternalversion.ListOptions) (wo store.Watch
 	default:
 		wo.Rev = rv
 	}
-	return wo, initialEnd, nil
+	return wo, initialEnd, post, nil
 }
 
 // stream writes the events of one watch to the client.
@@ -161,6 +168,9 @@ type stream struct {
 	// headersSent: Tables carry their column definitions in the first
 	// event only.
 	headersSent bool
+	// sel, when set, matches the events' objects once converted: the
+	// cache passed on those it could not match as cached.
+	sel *selection
 }
 
 // startStream sends the response headers of a watch.
@@ -234,12 +244,16 @@ func (s *stream) fail(err error) {
 // batches, then the bookmark that ends it if asked for.
 func (s *stream) initial(items []*store.Item, end bool, rev int64) bool {
 	for i := 0; i < len(items); i += watchBatch {
-		out, err := s.c.convertItems(items[i:min(i+watchBatch, len(items))])
+		batch := items[i:min(i+watchBatch, len(items))]
+		out, err := s.c.convertItems(batch)
 		if err != nil {
 			s.fail(err)
 			return false
 		}
-		for _, o := range out {
+		for j, o := range out {
+			if s.sel != nil && !s.sel.matchServed(batch[j], o) {
+				continue
+			}
 			if err := s.event(string(store.Added), o); err != nil {
 				s.fail(err)
 				return false
@@ -263,8 +277,12 @@ func (s *stream) initial(items []*store.Item, end bool, rev int64) bool {
 func (s *stream) emit(evs []store.Event) bool {
 	var items []*store.Item
 	for _, ev := range evs {
-		if ev.Type != store.Bookmark {
-			items = append(items, ev.Item)
+		if ev.Type == store.Bookmark {
+			continue
+		}
+		items = append(items, ev.Item)
+		if s.sel != nil && ev.Type == store.Modified {
+			items = append(items, ev.Prev)
 		}
 	}
 	out, err := s.c.convertItems(items)
@@ -282,13 +300,51 @@ func (s *stream) emit(evs []store.Event) bool {
 			}
 			continue
 		}
-		if err := s.event(string(ev.Type), out[0]); err != nil {
+		typ, obj := ev.Type, out[0]
+		out = out[1:]
+		if s.sel != nil {
+			var prev []byte
+			if ev.Type == store.Modified {
+				prev, out = out[0], out[1:]
+			}
+			var ok bool
+			if typ, obj, ok = s.translate(ev, obj, prev); !ok {
+				continue
+			}
+		}
+		if err := s.event(string(typ), obj); err != nil {
 			s.fail(err)
 			return false
 		}
-		out = out[1:]
 	}
 	return s.send()
+}
+
+// translate matches an event the cache passed on (its objects matched or
+// not known to) on its objects as served, obj and, for MODIFIED, prev, as
+// the cache translates events for its filters: an object that stops
+// matching is DELETED (with its previous content at the event's revision),
+// one that starts matching is ADDED. False: the watch does not see it.
+func (s *stream) translate(ev store.Event, obj, prev []byte) (store.EventType, []byte, bool) {
+	cur := s.sel.matchServed(ev.Item, obj)
+	if ev.Type != store.Modified {
+		// ADDED: it did not match before; DELETED: obj is its last state.
+		return ev.Type, obj, cur
+	}
+	old := s.sel.matchServed(ev.Prev, prev)
+	switch {
+	case cur && old:
+		return store.Modified, obj, true
+	case cur:
+		return store.Added, obj, true
+	case old:
+		gone, err := jsonraw.SetResourceVersion(prev, ev.Rev)
+		if err != nil {
+			gone = prev
+		}
+		return store.Deleted, gone, true
+	}
+	return "", nil, false
 }
 
 // follow sends live events, a batch at a time, until the watch times out,

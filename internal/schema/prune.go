@@ -46,23 +46,38 @@ func newPruner(s *structuralschema.Structural, root bool) *pruner {
 
 func isMetaField(k string) bool { return k == "apiVersion" || k == "kind" || k == "metadata" }
 
+// pruneRun is one pruning: the paths it dropped (when tracked) and
+// whether it dropped anything.
+type pruneRun struct {
+	opts    structuralschema.UnknownFieldPathOptions
+	dropped bool
+}
+
 // prune prunes obj and, with track, returns the sorted paths it dropped.
 func (p *pruner) prune(obj any, track bool) []string {
-	opts := structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track}
-	p.walk(obj, &opts, false)
-	sort.Strings(opts.UnknownFieldPaths)
-	return opts.UnknownFieldPaths
+	r := pruneRun{opts: structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track}}
+	p.walk(obj, &r, false)
+	sort.Strings(r.opts.UnknownFieldPaths)
+	return r.opts.UnknownFieldPaths
+}
+
+// pruneChanged prunes obj and reports whether it dropped anything.
+func (p *pruner) pruneChanged(obj any) bool {
+	var r pruneRun
+	p.walk(obj, &r, false)
+	return r.dropped
 }
 
 // walk prunes x. With keep (x-kubernetes-preserve-unknown-fields here, or
 // on the list x is an item of), unknown fields stay, but known ones are
 // still pruned below; a list passes keep on to its items, an object does
 // not.
-func (p *pruner) walk(x any, opts *structuralschema.UnknownFieldPathOptions, keep bool) {
+func (p *pruner) walk(x any, r *pruneRun, keep bool) {
 	keep = keep || (p != nil && p.preserve)
 	if keep && p == nil {
 		return
 	}
+	opts := &r.opts
 	depth := len(opts.ParentPath)
 	switch x := x.(type) {
 	case map[string]any:
@@ -70,6 +85,7 @@ func (p *pruner) walk(x any, opts *structuralschema.UnknownFieldPathOptions, kee
 			for k := range x {
 				opts.RecordUnknownField(k)
 				delete(x, k)
+				r.dropped = true
 			}
 			return
 		}
@@ -79,17 +95,18 @@ func (p *pruner) walk(x any, opts *structuralschema.UnknownFieldPathOptions, kee
 			}
 			if prop, ok := p.properties[k]; ok {
 				opts.AppendKey(k)
-				prop.walk(v, opts, false)
+				prop.walk(v, r, false)
 				opts.ParentPath = opts.ParentPath[:depth]
 			} else if p.hasAdditional {
 				opts.AppendKey(k)
-				p.additional.walk(v, opts, false)
+				p.additional.walk(v, r, false)
 				opts.ParentPath = opts.ParentPath[:depth]
 			} else if !keep {
 				if !isMetaField(k) || depth > 0 {
 					opts.RecordUnknownField(k)
 				}
 				delete(x, k)
+				r.dropped = true
 			}
 		}
 	case []any:
@@ -99,7 +116,7 @@ func (p *pruner) walk(x any, opts *structuralschema.UnknownFieldPathOptions, kee
 		}
 		for i, v := range x {
 			opts.AppendIndex(i)
-			items.walk(v, opts, keep)
+			items.walk(v, r, keep)
 			opts.ParentPath = opts.ParentPath[:depth]
 		}
 	}

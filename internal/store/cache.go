@@ -350,6 +350,7 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 				continue
 			}
 			it.memo = &Memo{}
+			it.Written = c.store.writes.claim(key, value)
 			c.tree.ReplaceOrInsert(it)
 			ev = Event{Type: Added, Item: it, Rev: rev}
 			if prev != nil {
@@ -377,6 +378,10 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 				continue
 			}
 			it.memo = &Memo{}
+			if prev != nil && (e.PrevKv == nil || e.PrevKv.ModRevision == prev.Rev) {
+				// The last state is the cached one: so is its origin.
+				it.Written = prev.Written
+			}
 			ev = Event{Type: Deleted, Item: it, Prev: prev, Rev: rev}
 			if prev == nil {
 				ev.Prev = it

@@ -17,5 +17,8 @@
 // kube-apiserver does, so that reads of compacted revisions answer 410.
 //
 // Cache (in cache.go) mirrors one key prefix in memory, fed by a single etcd
-// watch, and serves lists and watches from memory.
+// watch, and serves lists and watches from memory. A value this process's
+// write path prepared and wrote is recognised when the cache reads it back
+// (writes.go: PrepareWrite, WriteStamp on the Item), so that readers can
+// skip what that path already did; anything else comes without a stamp.
 package store

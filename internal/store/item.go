@@ -24,6 +24,10 @@ type Item struct {
 	// Meta is whatever else the DecodeFunc extracted from the object for
 	// the cache's users; the store does not look at it.
 	Meta any
+	// Written, when set, says this process wrote Raw through its own
+	// write path and what that path vouches for (see WriteStamp); nil for
+	// a value of unknown origin.
+	Written *WriteStamp
 	// memo is where users keep what they derive from this state of the
 	// object (nil for items that are not the cache's).
 	memo *Memo

@@ -72,6 +72,8 @@ type Store struct {
 	// leases are the etcd leases of keys written with a TTL, by TTL.
 	leaseMu sync.Mutex
 	leases  map[time.Duration]*lease
+	// writes recognises this process's own writes (see WriteStamp).
+	writes writes
 }
 
 // Transformer turns a value into what etcd stores for a key, and back:
@@ -212,6 +214,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, ttl time.D
 	if err != nil {
 		return 0, err
 	}
+	pw := s.writes.begin(ctx, key, value)
 	tries := 0
 	var resp *clientv3.TxnResponse
 	err = s.attempts(ctx, func(ctx context.Context) (err error) {
@@ -224,15 +227,20 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, ttl time.D
 		return err
 	})
 	if err != nil {
+		// The write may have happened, or not: its record waits in case
+		// it did (and expires otherwise).
 		return 0, interpret(err)
 	}
 	if !resp.Succeeded {
 		// A try that got no answer may have been the one that wrote it.
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; tries > 1 && len(kvs) > 0 && bytes.Equal(kvs[0].Value, stored) {
+			s.writes.done(ctx, key, pw, kvs[0].ModRevision)
 			return kvs[0].ModRevision, nil
 		}
+		s.writes.abort(key, pw)
 		return 0, ErrExists
 	}
+	s.writes.done(ctx, key, pw, resp.Header.Revision)
 	return resp.Header.Revision, nil
 }
 
@@ -259,9 +267,17 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.guarded(ctx, key, expected, put, func(cur *mvccpb.KeyValue) bool {
+	pw := s.writes.begin(ctx, key, value)
+	rev, cur, err := s.guarded(ctx, key, expected, put, func(cur *mvccpb.KeyValue) bool {
 		return cur != nil && cur.ModRevision > expected && bytes.Equal(cur.Value, stored)
 	})
+	switch {
+	case err == nil:
+		s.writes.done(ctx, key, pw, rev)
+	case errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound):
+		s.writes.abort(key, pw)
+	}
+	return rev, cur, err
 }
 
 // Delete removes key only if its mod revision is expected. It returns the
