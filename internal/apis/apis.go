@@ -1,8 +1,8 @@
 // Package apis registers every built-in API crdserver serves, in one
 // place. Each group lives in its own package (core, events, rbac,
-// authorization, coordination, apiextensions, storagemigration) with its
-// strategy, table and validation; the engine (package resource) knows none
-// of them by name.
+// authorization, admissionregistration, coordination, apiextensions,
+// storagemigration) with its strategy, table and validation; the engine
+// (package resource) knows none of them by name.
 package apis
 
 import (
@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -21,8 +22,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/crdserver/crdserver/internal/auth"
 	rbacpolicy "github.com/crdserver/crdserver/internal/auth/rbac"
 
+	"github.com/crdserver/crdserver/internal/apis/admissionregistration"
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
 	"github.com/crdserver/crdserver/internal/apis/authorization"
 	"github.com/crdserver/crdserver/internal/apis/conversionrules"
@@ -45,6 +48,9 @@ type Builtin struct {
 	Namespaces, Leases, CRDs, Migrations                   *resource.Resource
 	ConfigMaps, Secrets, ServiceAccounts, Events, EventsV1 *resource.Resource
 	ConversionRules                                        *resource.Resource
+	// AdmissionRegistration are the webhook configurations and the
+	// admission policies and their bindings.
+	AdmissionRegistration *admissionregistration.Resources
 	// NamespaceTerminations are the namespaces this server marked
 	// Terminating a moment ago (for the NamespaceLifecycle check).
 	NamespaceTerminations *core.Terminations
@@ -54,7 +60,8 @@ type Builtin struct {
 	ClusterRoles *resource.Resource
 	// All is every built-in resource, in the order of kube-apiserver's
 	// discovery (its group priorities): core, events, authentication,
-	// authorization, rbac, apiextensions, coordination, storagemigration.
+	// authorization, rbac, admissionregistration, apiextensions,
+	// coordination, storagemigration.
 	All []*resource.Resource
 }
 
@@ -81,7 +88,7 @@ type Options struct {
 func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o Options) *Builtin {
 	protobufOnce.Do(func() {
 		if err := request.AddProtobufTypes(corev1.AddToScheme, eventsv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme,
-			rbacv1.AddToScheme, coordinationv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme); err != nil {
+			rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, coordinationv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme); err != nil {
 			panic(err)
 		}
 	})
@@ -112,9 +119,14 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 	}
 	b.ConversionRules = conversionrules.Resource(newCache(conversionrules.Prefix), o.ConversionRules)
 	b.ClusterRoles = b.RBAC[0]
+	b.AdmissionRegistration = admissionregistration.New(newCache, admissionregistration.Options{
+		Authorizer: auth.Chain{auth.Privileged{}, policy},
+		Resolve:    admissionregistration.Resolver(func() []*resource.Resource { return b.All }, b.CRDs.Cache),
+	})
 	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events, b.EventsV1)
 	b.All = append(b.All, authorization.Reviews(policy)...)
 	b.All = append(b.All, b.RBAC...)
+	b.All = append(b.All, b.AdmissionRegistration.All()...)
 	b.All = append(b.All, b.CRDs, b.Leases, b.Migrations, b.ConversionRules)
 	return b
 }
@@ -153,6 +165,13 @@ var keyResources = map[string]schema.GroupResource{
 	rbac.RolePrefix:               {Group: rbacv1.GroupName, Resource: "roles"},
 	rbac.ClusterRoleBindingPrefix: {Group: rbacv1.GroupName, Resource: "clusterrolebindings"},
 	rbac.RoleBindingPrefix:        {Group: rbacv1.GroupName, Resource: "rolebindings"},
+
+	admissionregistration.ValidatingWebhookConfigurationPrefix:   {Group: admissionregistrationv1.GroupName, Resource: "validatingwebhookconfigurations"},
+	admissionregistration.MutatingWebhookConfigurationPrefix:     {Group: admissionregistrationv1.GroupName, Resource: "mutatingwebhookconfigurations"},
+	admissionregistration.ValidatingAdmissionPolicyPrefix:        {Group: admissionregistrationv1.GroupName, Resource: "validatingadmissionpolicies"},
+	admissionregistration.ValidatingAdmissionPolicyBindingPrefix: {Group: admissionregistrationv1.GroupName, Resource: "validatingadmissionpolicybindings"},
+	admissionregistration.MutatingAdmissionPolicyPrefix:          {Group: admissionregistrationv1.GroupName, Resource: "mutatingadmissionpolicies"},
+	admissionregistration.MutatingAdmissionPolicyBindingPrefix:   {Group: admissionregistrationv1.GroupName, Resource: "mutatingadmissionpolicybindings"},
 }
 
 // KeyResource says which resource an etcd key holds: a built-in one, or a

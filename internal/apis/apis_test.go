@@ -16,6 +16,8 @@ func TestKeyResource(t *testing.T) {
 		"/registry/clusterroles/admin":                                   {Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
 		"/registry/apiextensions.k8s.io/customresourcedefinitions/a.b.c": {Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 		"/registry/storagemigration.k8s.io/storageversionmigrations/m":   {Group: "storagemigration.k8s.io", Resource: "storageversionmigrations"},
+		"/registry/validatingadmissionpolicies/p":                        {Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"},
+		"/registry/mutatingwebhookconfigurations/w":                      {Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
 		"/registry/stable.example.com/crontabs/ns/a":                     {Group: "stable.example.com", Resource: "crontabs"},
 		"/registry/stable.example.com/crontabs/a":                        {Group: "stable.example.com", Resource: "crontabs"},
 		"compact_rev_key":                                                nil,

@@ -34,6 +34,7 @@ const (
 var (
 	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 	crdGVK       = apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition")
+	vapGVK       = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}
 	cronTabGVK   = schema.GroupVersionKind{Group: "stable.example.com", Version: "v1", Kind: "CronTab"}
 )
 
@@ -163,6 +164,7 @@ func TestRootListsBuiltinDocuments(t *testing.T) {
 		"apis/authentication.k8s.io", "apis/authentication.k8s.io/v1",
 		"apis/authorization.k8s.io", "apis/authorization.k8s.io/v1",
 		"apis/rbac.authorization.k8s.io", "apis/rbac.authorization.k8s.io/v1",
+		"apis/admissionregistration.k8s.io", "apis/admissionregistration.k8s.io/v1",
 		"apis/apiextensions.k8s.io", "apis/apiextensions.k8s.io/v1",
 		"apis/coordination.k8s.io", "apis/coordination.k8s.io/v1",
 		"apis/storagemigration.k8s.io", "apis/storagemigration.k8s.io/v1", "apis/storagemigration.k8s.io/v1beta1",
@@ -203,6 +205,7 @@ func TestBuiltinPatchOperations(t *testing.T) {
 		{"api/v1", "/api/v1/namespaces/{name}/status", namespaceGVK, []string{jsonPatch, mergePatch, strategicPatch, applyPatch}},
 		{"apis/apiextensions.k8s.io/v1", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", crdGVK, []string{jsonPatch, mergePatch, strategicPatch, applyPatch}},
 		{"apis/apiextensions.k8s.io/v1", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}/status", crdGVK, []string{jsonPatch, mergePatch, strategicPatch, applyPatch}},
+		{"apis/admissionregistration.k8s.io/v1", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}/status", vapGVK, []string{jsonPatch, mergePatch, strategicPatch, applyPatch}},
 	}
 	p := New(builtins(t))
 	for _, tt := range tests {

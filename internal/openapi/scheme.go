@@ -3,6 +3,7 @@ package openapi
 import (
 	"sync"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -29,6 +30,7 @@ var builtinScheme = sync.OnceValue(func() *runtime.Scheme {
 		authenticationv1.AddToScheme,
 		authorizationv1.AddToScheme,
 		rbacv1.AddToScheme,
+		admissionregistrationv1.AddToScheme,
 		coordinationv1.AddToScheme,
 		svmv1.AddToScheme,
 		svmv1beta1.AddToScheme,

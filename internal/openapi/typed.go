@@ -20,7 +20,7 @@ import (
 //     names (json:"-" skipped, json:",inline" and untagged embedded
 //     structs merged), described by the type's SwaggerDoc;
 //   - a field without omitempty is required (unless comments.go lists
-//     it), and has the default client-go's structured-merge-diff schema
+//     it as optional; one with omitempty may be listed as required), and has the default client-go's structured-merge-diff schema
 //     gives it, or else openapi-gen's (the zero value of a scalar
 //     without omitempty, {} for a struct that has no UnmarshalJSON);
 //   - strings, booleans and numbers (and the types based on them) are
@@ -34,7 +34,7 @@ import (
 //   - patchStrategy and patchMergeKey struct tags become
 //     x-kubernetes-patch-strategy and x-kubernetes-patch-merge-key, and
 //     client-go's structured-merge-diff schema gives list and map types
-//     (listtypes.go); NamespacePhase is an enum (comments.go).
+//     (listtypes.go); the enums are listed in comments.go.
 func addTypeDefinitions(defs map[string]common.OpenAPIDefinition, roots []reflect.Type, ref common.ReferenceCallback) {
 	d := &definer{defs: defs, ref: ref, queued: map[string]bool{}, lists: listTypes()}
 	for _, t := range roots {
@@ -118,13 +118,17 @@ func (d *definer) addFields(o *object, t reflect.Type) {
 			name = f.Name
 		}
 		omitempty := slices.Contains(strings.Split(opts, ","), "omitempty")
-		if !omitempty && !slices.Contains(optionalFields[t], name) {
+		if !omitempty && !slices.Contains(optionalFields[t], name) || slices.Contains(requiredFields[t], name) {
 			o.schema.Required = append(o.schema.Required, name)
 		}
 		if o.schema.Properties == nil {
 			o.schema.Properties = map[string]spec.Schema{}
 		}
-		o.schema.Properties[name] = d.property(o, f, name, doc[name], omitempty)
+		description := doc[name]
+		if fix := descriptionFixes[t][name]; fix != nil {
+			description = fix(description)
+		}
+		o.schema.Properties[name] = d.property(o, f, name, description, omitempty)
 	}
 }
 
@@ -174,7 +178,7 @@ func (d *definer) schemaOf(o *object, t reflect.Type) spec.Schema {
 		}
 		items := d.schemaOf(o, t.Elem())
 		if e, ok := enumOf(t.Elem()); ok {
-			items.Enum = e.values()
+			items.Enum = e.enumValues()
 		}
 		return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &items}}}
 	case reflect.Map:
@@ -189,7 +193,7 @@ func (d *definer) schemaOf(o *object, t reflect.Type) spec.Schema {
 	typ, format := scalarKinds[t.Kind()].typ, scalarKinds[t.Kind()].format
 	s := scalar(typ, format)
 	if e, ok := enumOf(t); ok {
-		s.Enum = e.values()
+		s.Enum = e.enumValues()
 	}
 	return s
 }
