@@ -69,6 +69,7 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 			serviceaccounts.New(s.builtin.Namespaces, s.builtin.ServiceAccounts, dyn, s.log),
 			storagemigration.New(s.registry, s.builtin.Migrations, crds, dyn, s.log),
 			clusterroles.NewAggregator(s.builtin.ClusterRoles.Cache, dyn, s.log),
+			typeChecker{s.adm},
 		}
 		if s.tls != nil {
 			// The CA clients verify the server with (none over plain HTTP).

@@ -21,8 +21,9 @@ import (
 // compression.
 func (s *Server) buildHandler() http.Handler {
 	metrics := filters.NewMetrics()
+	s.metrics = metrics
 	h := s.router(metrics)
-	authz := auth.Chain{auth.Privileged{}, s.policy}
+	authz := s.authorizer()
 	h = filters.WithCompression(h)
 	h = auth.WithAuthorization(h, authz)
 	h = filters.WithMaxInFlight(h, s.cfg.MaxRequestsInFlight, s.cfg.MaxMutatingRequestsInFlight)
@@ -42,13 +43,14 @@ func (s *Server) router(metrics *filters.Metrics) http.Handler {
 	disc := &discovery.Handler{Registry: s.registry, Version: Version()}
 	oapi := openapi.New(s.builtin.All)
 	s.registry.Subscribe(oapi.Sync)
-	engine := &resource.Handler{
+	s.engine = &resource.Handler{
 		Store:             s.store,
 		Namespaces:        namespaceLifecycle(s),
 		Log:               s.log,
 		MinRequestTimeout: s.cfg.MinRequestTimeout,
 		Stopping:          s.stopping,
 	}
+	engine := s.engine
 	livez, readyz, healthz := s.healthEndpoints()
 	oidcConfig, jwks, err := s.tokens.Discovery(s.url + serviceaccount.JWKSPath)
 	if err != nil {
@@ -115,3 +117,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 	}
 	engine.Serve(w, r, info, res, ver)
 }
+
+// authorizer is the server's authorization: system:masters, then RBAC.
+func (s *Server) authorizer() auth.Chain { return auth.Chain{auth.Privileged{}, s.policy} }

@@ -26,6 +26,7 @@ import (
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/encryption"
 	"github.com/crdserver/crdserver/internal/evolution"
+	"github.com/crdserver/crdserver/internal/filters"
 	"github.com/crdserver/crdserver/internal/loopback"
 	"github.com/crdserver/crdserver/internal/registry"
 	"github.com/crdserver/crdserver/internal/resource"
@@ -49,6 +50,9 @@ type Server struct {
 	tls         *tlsSetup
 
 	handler  http.Handler
+	engine   *resource.Handler
+	metrics  *filters.Metrics
+	adm      *admissionControl
 	http     *http.Server
 	conns    connTracker
 	listener net.Listener
@@ -158,6 +162,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.url = "https://" + ln.Addr().String()
 	}
 	s.handler = s.buildHandler()
+	if s.adm, err = s.newAdmission(loopback.Config(s.handler), s.authorizer()); err != nil {
+		return nil, fmt.Errorf("admission: %w", err)
+	}
+	s.engine.Admission = s.adm
 	s.http = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 30 * time.Second,
@@ -177,6 +185,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.registry.Start(ctx); err != nil {
 		_ = s.http.Close()
 		return nil, fmt.Errorf("start registry: %w", err)
+	}
+	// Admission follows its configuration (policies, bindings, webhooks)
+	// before anything is written: the controllers' writes are admitted
+	// too, as in Kubernetes.
+	if err := s.adm.Start(runCtx); err != nil {
+		_ = s.http.Close()
+		return nil, fmt.Errorf("start admission: %w", err)
 	}
 	if s.controllers, err = s.startControllers(ctx, runCtx, loopback.Config(s.handler)); err != nil {
 		_ = s.http.Close()

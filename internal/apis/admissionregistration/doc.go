@@ -8,9 +8,10 @@
 // api-extensions.
 //
 // This package stores and checks these objects; it does not act on them
-// (calling webhooks and evaluating policies is the admission chain's
-// work), and no controller fills a ValidatingAdmissionPolicy's status
-// (Kubernetes' type checking of policies runs in kube-controller-manager).
+// (calling webhooks and evaluating policies is internal/admission's work,
+// and the type checking that fills a ValidatingAdmissionPolicy's status,
+// kube-controller-manager's work in Kubernetes, runs as a leader-elected
+// controller of the server).
 //
 // Defaulting and validation are Kubernetes' (they live in
 // k8s.io/kubernetes, which cannot be imported), written again on the v1

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/crdserver/crdserver/internal/admission"
+	"github.com/crdserver/crdserver/internal/auth"
+	"github.com/crdserver/crdserver/internal/resource"
+)
+
+// admissionControl is the engine's dynamic admission: Kubernetes' own
+// admission plugins (internal/admission), with the versions and the
+// conversions of the served resources.
+type admissionControl struct {
+	*admission.Admission
+	log *slog.Logger
+}
+
+// newAdmission builds the admission plugins on the loopback client cfg.
+func (s *Server) newAdmission(cfg *rest.Config, authz auth.Chain) (*admissionControl, error) {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
+	a, err := admission.New(admission.Options{
+		Client:           client,
+		Dynamic:          dyn,
+		RESTMapper:       mapper,
+		Authorizer:       authz,
+		ServiceAddresses: s.cfg.Conversion.ServiceAddresses,
+		Registerer:       s.metrics.Registry,
+		Log:              s.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &admissionControl{Admission: a, log: s.log}, nil
+}
+
+// ObjectInterfaces implements resource.AdmissionControl.
+func (a *admissionControl) ObjectInterfaces(res *resource.Resource) k8sadmission.ObjectInterfaces {
+	f := admission.ResourceFuncs{
+		EquivalentResources: func(gvr schema.GroupVersionResource, _ string) []schema.GroupVersionResource {
+			out := make([]schema.GroupVersionResource, 0, len(res.Versions))
+			for _, v := range res.Versions {
+				out = append(out, schema.GroupVersionResource{Group: res.Group, Version: v.Name, Resource: res.Plural})
+			}
+			return out
+		},
+		KindFor: func(gvr schema.GroupVersionResource, sub string) schema.GroupVersionKind {
+			if sub == "scale" {
+				return autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+			}
+			return schema.GroupVersionKind{Group: res.Group, Version: gvr.Version, Kind: res.Kind}
+		},
+	}
+	if len(res.Versions) > 1 {
+		f.Convert = func(obj *unstructured.Unstructured, to schema.GroupVersion) (*unstructured.Unstructured, error) {
+			raw, err := obj.MarshalJSON()
+			if err != nil {
+				return nil, err
+			}
+			out, err := res.Converter.Convert(context.Background(), [][]byte{raw}, to.String())
+			if err != nil {
+				return nil, err
+			}
+			u := &unstructured.Unstructured{}
+			if err := utiljson.Unmarshal(out.Objects[0], &u.Object); err != nil {
+				return nil, err
+			}
+			return u, nil
+		}
+	}
+	if res.FieldManagers != nil && res.FieldManagers.Default != nil {
+		f.Default = func(obj *unstructured.Unstructured) { res.FieldManagers.Default(obj.Object) }
+	}
+	return admission.NewObjectInterfaces(f)
+}
+
+// typeChecker writes the type checking of ValidatingAdmissionPolicies into
+// their status, on the leader (kube-controller-manager's work).
+type typeChecker struct{ a *admissionControl }
+
+func (t typeChecker) Name() string { return admission.TypeCheckerName }
+
+func (t typeChecker) Run(ctx context.Context) {
+	if err := t.a.RunTypeChecker(ctx); err != nil && ctx.Err() == nil {
+		t.a.log.Warn("type checker", "err", err)
+	}
+}
