@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,8 +18,11 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	certutil "k8s.io/client-go/util/cert"
 	kptr "k8s.io/utils/ptr"
+
+	"github.com/crdserver/crdserver/server"
 )
 
 // Dynamic admission of writes: ValidatingAdmissionPolicies with bindings
@@ -304,4 +309,72 @@ func TestAdmissionWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventuallyWrite(t, "POST", widgetsColl, widgetBody("down", 1), http.StatusCreated)
+}
+
+// A ValidatingAdmissionPolicy on DELETE sees the object being deleted
+// (oldObject): a protected widget stays, one by one or in a collection;
+// the policy's audit annotations reach the request's audit event.
+func TestAdmissionOnDelete(t *testing.T) {
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "audit.log")
+	e := start(t, func(c *server.Config) { c.AuditLogPath, c.AuditPolicyFile = logPath, policy })
+	e.createCRD(widgetCRD(t))
+	e.mustCreate(widgetsColl, `{"apiVersion":"compat.example.com/v1","kind":"Widget","metadata":{"name":"keep","labels":{"protected":"true"}},"spec":{"size":1}}`)
+	e.mustCreate(widgetsColl, widgetBody("free", 1))
+	api := e.kube.AdmissionregistrationV1()
+	if _, err := api.ValidatingAdmissionPolicies().Create(e.ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "protect"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"compat.example.com"}, APIVersions: []string{"*"}, Resources: []string{"widgets"}},
+				}}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "oldObject.metadata.?labels.?protected.orValue('') != 'true'",
+				Message:    "protected widgets stay",
+			}},
+			AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{Key: "deleted", ValueExpression: "'by ' + request.userInfo.username"}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.ValidatingAdmissionPolicyBindings().Create(e.ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "protect"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: "protect", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.eventuallyWrite(t, "DELETE", widgetsColl+"/keep", "", http.StatusUnprocessableEntity)
+	st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "")
+	if want := `widgets.compat.example.com "keep" is forbidden: ValidatingAdmissionPolicy 'protect' with binding 'protect' denied request: protected widgets stay`; st.Message != want {
+		t.Errorf("denied: %q\nwant %q", st.Message, want)
+	}
+	if r := e.do("DELETE", widgetsColl+"/free", ""); r.code != http.StatusOK {
+		t.Fatalf("delete free: %d %s", r.code, r.body)
+	}
+	// A collection: the protected widget refuses, and stays.
+	e.mustCreate(widgetsColl, widgetBody("free2", 1))
+	if r := e.do("DELETE", widgetsColl, ""); r.code != http.StatusUnprocessableEntity {
+		t.Fatalf("deletecollection: %d %s", r.code, r.body)
+	}
+	if r := e.do("GET", widgetsColl+"/keep", ""); r.code != http.StatusOK {
+		t.Fatalf("the protected widget was deleted: %d", r.code)
+	}
+
+	var ann map[string]string
+	for _, ev := range eventsFor(readEvents(t, logPath), "delete", widgetsColl+"/free") {
+		if ev.Stage == auditv1.StageResponseComplete && ev.ObjectRef.Name == "free" {
+			ann = ev.Annotations
+		}
+	}
+	if got := ann["protect/deleted"]; got != "by crdserver-admin" {
+		t.Errorf("audit annotations of the delete: %v", ann)
+	}
 }

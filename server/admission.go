@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/crdserver/crdserver/internal/admission"
 	"github.com/crdserver/crdserver/internal/auth"
+	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/resource"
 )
 
@@ -52,6 +54,34 @@ func (s *Server) newAdmission(cfg *rest.Config, authz auth.Chain) (*admissionCon
 		return nil, err
 	}
 	return &admissionControl{Admission: a, log: s.log}, nil
+}
+
+// Admit runs the mutating plugins and records their audit annotations in
+// the request's audit event.
+func (a *admissionControl) Admit(ctx context.Context, attrs k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
+	err := a.Admission.Admit(ctx, attrs, o)
+	recordAuditAnnotations(ctx, attrs)
+	return err
+}
+
+// Validate runs the validating plugins and records their audit
+// annotations in the request's audit event.
+func (a *admissionControl) Validate(ctx context.Context, attrs k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
+	err := a.Admission.Validate(ctx, attrs, o)
+	recordAuditAnnotations(ctx, attrs)
+	return err
+}
+
+// recordAuditAnnotations copies the annotations the plugins left on attrs
+// that the request's audit level records.
+func recordAuditAnnotations(ctx context.Context, attrs k8sadmission.Attributes) {
+	level := request.AuditLevel(ctx)
+	if level == "" {
+		return
+	}
+	for k, v := range admission.AuditAnnotations(attrs, auditinternal.Level(level)) {
+		request.AddAuditAnnotation(ctx, k, v)
+	}
 }
 
 // ObjectInterfaces implements resource.AdmissionControl.

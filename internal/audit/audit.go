@@ -189,7 +189,7 @@ func WithAudit(next http.Handler, l *Log) http.Handler {
 		for _, s := range cfg.OmitStages {
 			omit[s] = true
 		}
-		ac := &request.AuditContext{}
+		ac := &request.AuditContext{Level: string(level)}
 		ctx := request.WithAuditContext(r.Context(), ac)
 		ev := &auditv1.Event{
 			TypeMeta:                 metav1.TypeMeta{APIVersion: "audit.k8s.io/v1", Kind: "Event"},

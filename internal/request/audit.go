@@ -11,6 +11,10 @@ import (
 // records besides the request itself: annotations (the authorization
 // decision, ...) and the user it impersonated.
 type AuditContext struct {
+	// Level is the audit level the request is logged at (Metadata,
+	// Request, RequestResponse).
+	Level string
+
 	mu           sync.Mutex
 	annotations  map[string]string
 	impersonated *authnv1.UserInfo
@@ -26,6 +30,15 @@ func WithAuditContext(ctx context.Context, ac *AuditContext) context.Context {
 func auditContext(ctx context.Context) *AuditContext {
 	ac, _ := ctx.Value(auditKey{}).(*AuditContext)
 	return ac
+}
+
+// AuditLevel returns the level the request is audited at, "" when it is
+// not audited.
+func AuditLevel(ctx context.Context) string {
+	if ac := auditContext(ctx); ac != nil {
+		return ac.Level
+	}
+	return ""
 }
 
 // AddAuditAnnotation records an annotation of the request's audit event

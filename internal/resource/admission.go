@@ -52,6 +52,9 @@ func (c *call) attributes(a admissionRequest) (admission.Attributes, *unstructur
 	}
 	if a.old != nil {
 		old = &unstructured.Unstructured{Object: a.old.ToUnstructured()}
+		if name == "" {
+			name = a.old.Meta.Name
+		}
 	}
 	var who user.Info
 	if u, ok := auth.UserFrom(c.ctx); ok {

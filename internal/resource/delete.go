@@ -10,9 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/jsonraw"
@@ -69,6 +71,10 @@ func (c *call) delete() {
 		c.fail(err)
 		return
 	}
+	if err := c.admitMutating(admissionRequest{op: admission.Delete, options: deleteOptionsObject(opts), dry: dry}); err != nil {
+		c.fail(err)
+		return
+	}
 	raw, uid, deleted, err := c.deleteObject(c.info.Name, opts, dry)
 	if err != nil {
 		c.fail(err)
@@ -111,6 +117,7 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 	if err != nil {
 		return nil, "", false, c.storeError(err, name)
 	}
+	admitted := false
 	for {
 		// Deleting needs no conversion: the object is read as Kubernetes'
 		// storage decoder reads it (metadata that does not decode dropped,
@@ -141,6 +148,15 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 					//nolint:staticcheck // Kubernetes' exact message
 					fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, cur.Meta.ResourceVersion))
 			}
+		}
+		// Validating admission sees the object being deleted, in the
+		// request's version, once its preconditions hold (as Kubernetes'
+		// registry validates a deletion).
+		if !admitted {
+			if err := c.admitDelete(raw, cur, opts, dry); err != nil {
+				return nil, "", false, err
+			}
+			admitted = true
 		}
 		next := cur.DeepCopy()
 		keep := false
@@ -225,6 +241,10 @@ func (c *call) deleteCollection() {
 		c.fail(err)
 		return
 	}
+	if err := c.admitMutating(admissionRequest{op: admission.Delete, options: deleteOptionsObject(dopts), dry: dry}); err != nil {
+		c.fail(err)
+		return
+	}
 	lopts.Limit, lopts.Continue = 0, ""
 	p, err := c.collect(lopts)
 	if err != nil {
@@ -265,6 +285,31 @@ func (c *call) deleteCollection() {
 		return
 	}
 	request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, p.rev, "", 0))
+}
+
+// admitDelete runs validating admission on the deletion of cur (raw as
+// read from storage). The plugins get the object in the request's version;
+// when it cannot be converted (a conversion webhook that is down), they
+// get it as stored, so that deleting never depends on conversion.
+func (c *call) admitDelete(raw []byte, cur *Object, opts *metav1.DeleteOptions, dry bool) error {
+	ac := c.h.Admission
+	if ac == nil || !ac.Handles(admission.Delete) {
+		return nil
+	}
+	old := cur
+	if served, err := c.convert([][]byte{raw}); err == nil {
+		if o, err := DecodeStoredObject(served[0]); err == nil {
+			old = o
+		}
+	}
+	return c.admitValidating(admissionRequest{op: admission.Delete, old: old, options: deleteOptionsObject(opts), dry: dry})
+}
+
+// deleteOptionsObject is the DeleteOptions admission sees.
+func deleteOptionsObject(opts *metav1.DeleteOptions) runtime.Object {
+	o := opts.DeepCopy()
+	o.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("DeleteOptions"))
+	return o
 }
 
 // propagationFinalizer is the finalizer a delete's propagation policy asks
