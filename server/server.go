@@ -320,6 +320,15 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	s.closeMu.Unlock()
+	// The server's own clients (controllers, admission's informers) stop
+	// first, while the API still serves them: a leader hands its lease
+	// back, and no informer sees its watch cut off.
+	if s.cancel != nil {
+		s.cancel()
+	}
+	if s.controllers != nil {
+		s.controllers.wait()
+	}
 	close(s.stopping)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
