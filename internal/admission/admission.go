@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Options is what admission needs of the server.
@@ -171,6 +172,13 @@ func (a *Admission) Start(ctx context.Context) error {
 func (a *Admission) start(ctx context.Context) error {
 	stop := ctx.Done()
 	factory := informers.NewSharedInformerFactory(a.o.Client, informerResync)
+	// The informers the plugins use are synced before the plugins are
+	// built: their policy sources then compile at once instead of polling
+	// every 100 ms (client-go's WaitForCacheSync), and the server is ready
+	// within milliseconds.
+	if err := syncInformers(ctx, factory); err != nil {
+		return err
+	}
 
 	plugins := admission.NewPlugins()
 	mutatingpolicy.Register(plugins)
@@ -201,13 +209,42 @@ func (a *Admission) start(ctx context.Context) error {
 	if r, ok := a.o.RESTMapper.(meta.ResettableRESTMapper); ok {
 		go wait.Until(r.Reset, 30*time.Second, stop)
 	}
-	factory.Start(stop)
+	factory.Start(stop) // what the plugins asked for besides
 	for typ, ok := range factory.WaitForCacheSync(stop) {
 		if !ok {
 			return fmt.Errorf("admission: the informer of %v has not synced: %w", typ, context.Cause(ctx))
 		}
 	}
 	a.log.Info("admission started", "plugins", pluginOrder)
+	return nil
+}
+
+// syncInformers starts the informers of the admission configuration and
+// of namespaces and waits, polling every millisecond, until they have
+// synced.
+func syncInformers(ctx context.Context, f informers.SharedInformerFactory) error {
+	ar := f.Admissionregistration().V1()
+	synced := []cache.InformerSynced{
+		f.Core().V1().Namespaces().Informer().HasSynced,
+		ar.ValidatingAdmissionPolicies().Informer().HasSynced,
+		ar.ValidatingAdmissionPolicyBindings().Informer().HasSynced,
+		ar.MutatingAdmissionPolicies().Informer().HasSynced,
+		ar.MutatingAdmissionPolicyBindings().Informer().HasSynced,
+		ar.ValidatingWebhookConfigurations().Informer().HasSynced,
+		ar.MutatingWebhookConfigurations().Informer().HasSynced,
+	}
+	f.Start(ctx.Done())
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for _, hasSynced := range synced {
+		for !hasSynced() {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("admission: informers not synced: %w", context.Cause(ctx))
+			case <-tick.C:
+			}
+		}
+	}
 	return nil
 }
 
