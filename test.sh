@@ -33,6 +33,11 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+step "go.mod files tidy (the main module, e2e, examples/embed)"
+go mod tidy -diff
+(cd e2e && go mod tidy -diff)
+(cd examples/embed && go mod tidy -diff)
+
 step "go vet"
 go vet ./...
 (cd e2e && go vet ./...)
