@@ -309,20 +309,21 @@ func TestOrder(t *testing.T) {
 	e.createValidatingWebhooks("v", validatingWebhook("v.example.com", validating.clientConfig("/"), admissionregistrationv1.Fail))
 	oi := NewObjectInterfaces(widgetFuncs)
 
+	// The policies and webhooks load one by one (a policy source
+	// recompiles at most every second): wait until every one acts. x is
+	// set only when copy is reinvoked after the webhook set y.
 	var w *unstructured.Unstructured
+	want := map[string]string{"policy": "yes", "y": "from-webhook", "x": "from-webhook"}
 	eventually(t, func() error {
 		w = widget("w", 1)
 		if _, err := e.admit(attrs(w, nil, widgetsV1), oi); err != nil {
 			return err
 		}
-		if validating.calls.Load() == 0 || w.GetLabels()["policy"] != "yes" {
-			return fmt.Errorf("not all loaded: %v", w.GetLabels())
+		if validating.calls.Load() == 0 || !maps.Equal(w.GetLabels(), want) {
+			return fmt.Errorf("labels %v, want %v (copy reinvoked after the webhook), validating webhook called %d times", w.GetLabels(), want, validating.calls.Load())
 		}
 		return nil
 	})
-	if want := map[string]string{"policy": "yes", "y": "from-webhook", "x": "from-webhook"}; !maps.Equal(w.GetLabels(), want) {
-		t.Errorf("labels %v, want %v (copy reinvoked after the webhook)", w.GetLabels(), want)
-	}
 	if seen := mutating.objects(); seen[len(seen)-1].GetLabels()["policy"] != "yes" {
 		t.Errorf("the mutating webhook ran before the mutating policy: %v", seen[len(seen)-1].GetLabels())
 	}
