@@ -28,6 +28,12 @@
 #      ConfigMap creates and gets, LISTS lists of them, then LEASES Leases renewed every
 #      LEASE_PERIOD for LEASE_DURATION as client-go's leader election renews them, with the
 #      server's CPU time and RSS; on the kube reference its namespace is deleted again;
+#   5c. dynamic admission (ADMISSION=0 skips it): crdbench admission on a fresh crdserver, then on the
+#      kube reference (used if running, else started and stopped again right after): per round
+#      (ADMISSION_ROUNDS), ADMISSION_N creates of a custom resource with CONC workers under each
+#      configuration in turn (no admission, 1 and 10 bound ValidatingAdmissionPolicies, one validating
+#      webhook served by crdbench on loopback), the objects deleted after each; on the kube reference
+#      its policies, bindings, webhook configuration, namespace and CRD are deleted again;
 #   6. crdbench report -> bench/RESULTS.md.
 #
 # Environment: N (1000), LIST_N (10000), LISTS (5), CONC (8), STARTS (5), REF_STARTS (3),
@@ -37,7 +43,8 @@
 # RULES (1), RULES_ROUNDS (3), RULES_WARM (3),
 # CORE (1; 0 skips the core types phase), CORE_N (N), LEASES (1000), LEASE_PERIOD (2s),
 # LEASE_DURATION (30s), CORE_IDLE (5s: the servers' idle CPU, measured just before the renewals),
-# CORE_SETTLE (5: seconds between a server's start and the core run; a running kube reference gets none).
+# CORE_SETTLE (5: seconds between a server's start and the core run; a running kube reference gets none),
+# ADMISSION (1; 0 skips the admission phase), ADMISSION_N (2000), ADMISSION_ROUNDS (3).
 set -uo pipefail
 set +m
 
@@ -68,6 +75,9 @@ LEASE_PERIOD="${LEASE_PERIOD:-2s}"
 LEASE_DURATION="${LEASE_DURATION:-30s}"
 CORE_IDLE="${CORE_IDLE:-5s}"
 CORE_SETTLE="${CORE_SETTLE:-5}"
+ADMISSION="${ADMISSION:-1}"
+ADMISSION_N="${ADMISSION_N:-2000}"
+ADMISSION_ROUNDS="${ADMISSION_ROUNDS:-3}"
 KPKI="$REF/pki-kube"
 CONV_CRDS=(crontabs.example.com crontabs.none.example.com)
 CRD_FILE="$REF/examples/widget-crd.yaml"
@@ -118,6 +128,8 @@ REF_CONV_RUNNING=0
 KUBE_STARTED=0
 KUBE_CORE_RUNNING=0
 KUBE_CORE_NS=""
+KUBE_ADM_RUNNING=0
+KUBE_ADM_NS=""
 KUBE_URL=""
 cleanup() {
   for pid in "${OUR_PIDS[@]+"${OUR_PIDS[@]}"}"; do
@@ -143,6 +155,21 @@ cleanup() {
     # Interrupted during the kube reference's core run: its namespace did not exist before it.
     curl -s -o /dev/null --max-time 30 --cacert "$KPKI/ca.crt" --cert "$KPKI/admin.crt" --key "$KPKI/admin.key" \
       -X DELETE "$KUBE_URL/api/v1/namespaces/$KUBE_CORE_NS" || log "could not delete namespace $KUBE_CORE_NS from the kube reference"
+  fi
+  if [[ $KUBE_ADM_RUNNING == 1 && $KUBE_STARTED == 0 && -n $KUBE_ADM_NS ]]; then
+    # Interrupted during the kube reference's admission run (crdbench removes these itself when
+    # signalled; this is for a crdbench that could not): none of them existed before it.
+    for obj in admissionregistration.k8s.io/v1/validatingwebhookconfigurations/crdbench-admission-webhook \
+        $(for i in $(seq -w 0 50) probe; do
+            echo "admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/crdbench-admission-$i"
+            echo "admissionregistration.k8s.io/v1/validatingadmissionpolicies/crdbench-admission-$i"
+          done) \
+        apiextensions.k8s.io/v1/customresourcedefinitions/widgets.admission.crdbench.example.com; do
+      curl -s -o /dev/null --max-time 30 --cacert "$KPKI/ca.crt" --cert "$KPKI/admin.crt" --key "$KPKI/admin.key" \
+        -X DELETE "$KUBE_URL/apis/$obj" || log "could not delete $obj from the kube reference"
+    done
+    curl -s -o /dev/null --max-time 30 --cacert "$KPKI/ca.crt" --cert "$KPKI/admin.crt" --key "$KPKI/admin.key" \
+      -X DELETE "$KUBE_URL/api/v1/namespaces/$KUBE_ADM_NS" || log "could not delete namespace $KUBE_ADM_NS from the kube reference"
   fi
   if [[ $KUBE_STARTED == 1 ]]; then
     "$REF/stop-kube.sh" >&2 || true
@@ -201,6 +228,7 @@ echo "# WORK=$WORK: a temporary folder, removed at the end" >"$OUT/commands.txt"
   echo "           CONVERT=$CONVERT REF_CONVERT=$REF_CONVERT CONV_N=$CONV_N CONV_LISTS=$CONV_LISTS"
   echo "           GOBENCH=$GOBENCH GOBENCH_COUNT=$GOBENCH_COUNT GOBENCH_TIME=$GOBENCH_TIME"
   echo "           CORE=$CORE CORE_N=$CORE_N LEASES=$LEASES LEASE_PERIOD=$LEASE_PERIOD LEASE_DURATION=$LEASE_DURATION CORE_IDLE=$CORE_IDLE CORE_SETTLE=$CORE_SETTLE"
+  echo "           ADMISSION=$ADMISSION ADMISSION_N=$ADMISSION_N ADMISSION_ROUNDS=$ADMISSION_ROUNDS"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 
@@ -515,6 +543,60 @@ if [[ $CORE != 0 ]]; then
   fi
 fi
 
+# 5c. Dynamic admission: a fresh crdserver, then the kube reference.
+if [[ $ADMISSION != 0 ]]; then
+  ADM_ARGS=(-n "$ADMISSION_N" -rounds "$ADMISSION_ROUNDS" -concurrency "$CONC")
+  echo "# dynamic admission on crdserver (fresh data dir; the webhook is served by crdbench itself)" >>"$OUT/commands.txt"
+  port=$("$CB" freeport)
+  CS_DATA="$WORK/crdserver-admission"
+  CS_URL="https://127.0.0.1:$port"
+  run_bg "$WORK/crdserver" --data-dir "$CS_DATA" --bind-address 127.0.0.1 --port "$port" </dev/null >"$OUT/crdserver-admission.log" 2>&1
+  CS_PID=$!
+  OUR_PIDS+=("$CS_PID")
+  if wait_ok "$CS_URL/readyz" 60 -k; then
+    run "$CB" admission -server "$CS_URL" -cacert "$CS_DATA/pki/ca.crt" -cert "$CS_DATA/pki/admin.crt" -key "$CS_DATA/pki/admin.key" \
+      -name crdserver "${ADM_ARGS[@]}" -pid "crdserver=$CS_PID" \
+      -json "$OUT/admission-crdserver.json" || log "crdserver admission had failures"
+  else
+    log "crdserver (admission run) did not become ready"
+    extra "- crdserver (admission run) did not become ready within 60 s"
+  fi
+  stop_pid "$CS_PID"
+  rm -rf -- "$CS_DATA"
+  if [[ $(stat -c %s "$OUT/crdserver-admission.log") -gt 200000 ]]; then
+    { head -n 200 "$OUT/crdserver-admission.log"; echo "[... cut by run.sh ...]"; tail -n 200 "$OUT/crdserver-admission.log"; } >"$WORK/l" && mv "$WORK/l" "$OUT/crdserver-admission.log"
+  fi
+
+  # The kube reference: used if running, else started (and stopped right after).
+  echo "# dynamic admission on the kube reference (kube-apiserver + etcd + kube-controller-manager)" >>"$OUT/commands.txt"
+  if KUBE_URL=$(run "$REF/start-kube.sh" 2>"$WORK/start-kube.err"); then
+    cat "$WORK/start-kube.err" >&2
+    if grep -q "already running" "$WORK/start-kube.err"; then
+      KUBE_ADM_STATE="was already running (left running)"
+    else
+      KUBE_STARTED=1
+      KUBE_ADM_STATE="was started by this run (stopped right after this phase)"
+      sleep "$CORE_SETTLE"
+    fi
+    # A namespace of its own (crdbench refuses one that exists, and a CRD, policy, binding or
+    # webhook configuration of its names that exists), all deleted again at the end.
+    KUBE_ADM_NS="crdbench-admission-$(date +%s)-$$"
+    KUBE_ADM_RUNNING=1
+    run "$CB" admission -server "$KUBE_URL" -cacert "$KPKI/ca.crt" -cert "$KPKI/admin.crt" -key "$KPKI/admin.key" \
+      -name kube -namespace "$KUBE_ADM_NS" "${ADM_ARGS[@]}" -cleanup \
+      -pid "kube-apiserver=$(cat "$REF/run/kube-apiserver.pid")" -pid "etcd=$(cat "$REF/run/kube-etcd.pid")" \
+      -json "$OUT/admission-kube.json" || log "kube reference admission had failures"
+    KUBE_ADM_RUNNING=0
+    if [[ $KUBE_STARTED == 1 ]]; then
+      run "$REF/stop-kube.sh" >&2 && KUBE_STARTED=0
+    fi
+  else
+    cat "$WORK/start-kube.err" >&2
+    KUBE_ADM_STATE="could not be started: $(tail -n 3 "$WORK/start-kube.err" | tr '\n' ' ')"
+    extra "- kube reference (admission): ./start-kube.sh failed: $(tail -n 3 "$WORK/start-kube.err" | tr '\n' ' ')"
+  fi
+fi
+
 # 6. Notes and report.
 echo "load avg:  $(cut -d' ' -f1-3 /proc/loadavg) at the end" >>"$OUT/machine.txt"
 cat >>"$OUT/notes.md" <<EOF
@@ -597,6 +679,15 @@ if [[ $CORE != 0 ]]; then
   for Kubernetes, kube-controller-manager shown apart and not counted. The same processes' idle CPU is
   read over $CORE_IDLE just before the renewals, with all the objects created. RSS is VmRSS right after
   the renewals. crdbench runs on the same $(nproc) cores, so its own work (TLS, JSON) competes with the server's.
+EOF
+fi
+if [[ $ADMISSION != 0 ]]; then
+  cat >>"$OUT/notes.md" <<EOF
+- **Dynamic admission** is \`crdbench admission\` (section "Admission"), on another fresh crdserver and on the kube
+  reference, which ${KUBE_ADM_STATE:-was not reached}. Each run creates its own namespace and the CRD
+  \`widgets.admission.crdbench.example.com\`; the policies, bindings and webhook configuration it creates are deleted
+  at the end (on the kube reference also the namespace and the CRD). The webhook is served by crdbench on a free
+  loopback port, so it shares the machine's $(nproc) cores with the server, as does crdbench's client.
 EOF
 fi
 [[ -s $WORK/notes-gobench.md ]] && cat "$WORK/notes-gobench.md" >>"$OUT/notes.md"

@@ -24,6 +24,12 @@
 //	    it creates, plain GETs of their collection, then -leases Leases
 //	    renewed every -lease-period for -lease-duration as client-go's leader
 //	    election renews them, with the server's CPU time and VmRSS.
+//	crdbench admission -server URL [TLS flags] -n 2000 -rounds 3 -json F
+//	    dynamic admission: per round, n creates of a custom resource with
+//	    -concurrency workers under each configuration in turn: no admission,
+//	    1 and 10 bound ValidatingAdmissionPolicies, and one validating
+//	    webhook that crdbench serves on loopback; the objects are deleted
+//	    after each, the admission objects at the end.
 //	crdbench start    -readyz URL [-rss-pid name=PID]... -json F -- CMD ARGS...
 //	    launches CMD, times launch -> /readyz "ok", waits -idle, reads VmRSS
 //	    of CMD (and of the other PIDs), then stops CMD.
@@ -66,6 +72,8 @@ func main() {
 		err = runRules(os.Args[2:])
 	case "core":
 		err = runCore(os.Args[2:])
+	case "admission":
+		err = runAdmission(os.Args[2:])
 	case "start":
 		err = runStart(os.Args[2:])
 	case "rss":
@@ -84,7 +92,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|admission|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
 	os.Exit(2)
 }
 

@@ -292,6 +292,8 @@ func runReport(args []string) error {
 	convFails = append(convFails, rulesFails...)
 	// Core types against kube-apiserver (core-*.json), if measured.
 	coreFails := coreReport(*dir, p)
+	// Dynamic admission on creates (admission-*.json), if measured.
+	coreFails = append(coreFails, admissionReport(*dir, p)...)
 	// In-process benchmarks (gobench.txt), if run.
 	goTargets, goFails := goBenchReport(*dir, p)
 

@@ -1,0 +1,766 @@
+package main
+
+// crdbench admission: the cost of dynamic admission on creates of a custom
+// resource, on one server (crdserver or kube-apiserver), over the same
+// HTTPS/HTTP2 client as load.
+//
+// Configurations, each measured in every round: no admission (0 policies),
+// 1 and 10 ValidatingAdmissionPolicies bound (each `object.spec.size <= 100`,
+// which every created object passes, bound with validationActions [Deny]),
+// and one validating admission webhook that crdbench serves itself on
+// loopback (HTTPS, AdmissionReview v1, allows everything). Per round and
+// configuration: n creates with -concurrency workers, then the objects are
+// deleted again (not timed). Policies and webhook configurations take effect
+// asynchronously, so after every change crdbench waits (bounded) until a
+// probe shows the new set in force: a probe policy, created after the
+// change, denies a dry-run probe object; the probe policy is deleted again
+// and the probe is then admitted, reaching the webhook if and only if the
+// webhook is configured; and a dry-run object that the measured policies
+// refuse (spec.size 101) is denied if and only if policies are bound.
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	admGroup      = "admission.crdbench.example.com"
+	admCRDName    = "widgets." + admGroup
+	admPrefix     = "crdbench-admission-" // policies, bindings and the webhook configuration
+	admProbeName  = admPrefix + "probe"   // the probe policy and its binding
+	admHookName   = admPrefix + "webhook" // the ValidatingWebhookConfiguration
+	admProbeObj   = "crdbench-probe"      // the probe object (dry runs only)
+	admProbeBig   = "crdbench-probe-big"  // spec.size 101: refused by the measured policies
+	admExpression = "object.spec.size <= 100"
+	vapPath       = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+	vapbPath      = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
+	vwcPath       = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+)
+
+// admRound is one round of one configuration.
+type admRound struct {
+	Round        int        `json:"round"`
+	Create       phase      `json:"create"`
+	CPU          *cpuWindow `json:"cpu,omitempty"`
+	CPUPerCreate float64    `json:"server_cpu_us_per_create,omitempty"`
+	WebhookCalls int64      `json:"webhook_calls"`
+	SettleSec    float64    `json:"settle_seconds"` // the change before it until the probe showed it in force
+	Load1        float64    `json:"load1_after"`    // 1-minute load average right after the creates
+	DeleteSec    float64    `json:"delete_seconds"`
+	DeleteErrors int        `json:"delete_errors"`
+}
+
+// admConfig is one admission configuration over all rounds.
+type admConfig struct {
+	Key      string     `json:"key"`
+	Name     string     `json:"name"`
+	Policies int        `json:"policies"`
+	Webhook  bool       `json:"webhook"`
+	Rounds   []admRound `json:"rounds"`
+	// Medians over the rounds that had no failed create.
+	PerSecond    float64 `json:"creates_per_second_median"`
+	P50Ms        float64 `json:"p50_ms_median"`
+	P99Ms        float64 `json:"p99_ms_median"`
+	CPUPerCreate float64 `json:"server_cpu_us_per_create_median,omitempty"`
+	GoodRounds   int     `json:"good_rounds"`
+}
+
+type admissionResult struct {
+	Server      string         `json:"server"`
+	Name        string         `json:"name"`
+	Protocol    string         `json:"protocol"`
+	ClientCert  bool           `json:"client_cert"`
+	Date        string         `json:"date"`
+	Namespace   string         `json:"namespace"`
+	CRD         string         `json:"crd"`
+	N           int            `json:"creates_per_round"`
+	Rounds      int            `json:"rounds"`
+	Concurrency int            `json:"concurrency"`
+	Warmup      int            `json:"warmup_creates"`
+	BodyBytes   int            `json:"create_body_bytes"`
+	Expression  string         `json:"policy_expression"`
+	WebhookURL  string         `json:"webhook_url"`
+	HookProtos  map[string]int `json:"webhook_protocols,omitempty"`
+	ClockTicks  float64        `json:"clock_ticks_per_second"`
+	Existing    map[string]int `json:"admission_objects_before"` // others' policies, bindings and webhook configurations at the start
+	LoadStart   string         `json:"loadavg_start"`
+	LoadEnd     string         `json:"loadavg_end"`
+	Order       []string       `json:"order_in_each_round"`
+	Configs     []admConfig    `json:"configurations"`
+	Removed     string         `json:"admission_objects_removed,omitempty"`
+	Cleanup     string         `json:"cleanup,omitempty"`
+	Failures    []failure      `json:"failures,omitempty"`
+	Error       string         `json:"error,omitempty"`
+}
+
+func (r *admissionResult) config(key string) *admConfig {
+	for i := range r.Configs {
+		if r.Configs[i].Key == key {
+			return &r.Configs[i]
+		}
+	}
+	return nil
+}
+
+// admissionHook is the validating webhook: it allows every AdmissionReview
+// v1 it gets, counting calls, and the calls for the probe object apart.
+type admissionHook struct {
+	calls  atomic.Int64
+	probes atomic.Int64
+	bad    atomic.Int64
+	mu     sync.Mutex
+	protos map[string]int
+}
+
+func newAdmissionHook() *admissionHook {
+	return &admissionHook{protos: map[string]int{}}
+}
+
+func (h *admissionHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.calls.Add(1)
+	h.mu.Lock()
+	h.protos[r.Proto]++
+	h.mu.Unlock()
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	var review admissionv1.AdmissionReview
+	if err == nil {
+		err = json.Unmarshal(body, &review)
+	}
+	if err != nil || review.Request == nil {
+		h.bad.Add(1)
+		http.Error(w, "not an AdmissionReview v1 request", http.StatusBadRequest)
+		return
+	}
+	if strings.HasPrefix(review.Request.Name, admProbeObj) {
+		h.probes.Add(1)
+	}
+	out, _ := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Response: &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// admWidgetCRD is the Widget CRD of the admission group: v1 only, spec with
+// size (integer), color and tags.
+func admWidgetCRD() []byte {
+	crd := map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": admCRDName, "labels": map[string]string{"bench": "crdbench"}},
+		"spec": map[string]any{
+			"group": admGroup, "scope": "Namespaced",
+			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+					"spec": map[string]any{"type": "object", "properties": map[string]any{
+						"size":  map[string]any{"type": "integer"},
+						"color": map[string]any{"type": "string"},
+						"tags":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+					}},
+				}}}}},
+		},
+	}
+	b, _ := json.Marshal(crd)
+	return b
+}
+
+// admRules are the rules of every policy and of the webhook: creates of the
+// Widgets of the admission group.
+func admRules() []any {
+	return []any{map[string]any{"apiGroups": []string{admGroup}, "apiVersions": []string{"v1"},
+		"operations": []string{"CREATE"}, "resources": []string{"widgets"}, "scope": "Namespaced"}}
+}
+
+// admPolicy is a ValidatingAdmissionPolicy with one validation.
+func admPolicy(name, expression, message string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+		"metadata": map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}},
+		"spec": map[string]any{
+			"failurePolicy":    "Fail",
+			"matchConstraints": map[string]any{"resourceRules": admRules()},
+			"validations":      []any{map[string]any{"expression": expression, "message": message}},
+		},
+	})
+	return b
+}
+
+// admBinding binds the policy of the same name, validationActions [Deny].
+func admBinding(name string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+		"metadata": map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}},
+		"spec":     map[string]any{"policyName": name, "validationActions": []string{"Deny"}},
+	})
+	return b
+}
+
+// admWebhookConfig is the ValidatingWebhookConfiguration of crdbench's
+// webhook: url and caBundle, sideEffects None, admissionReviewVersions [v1].
+func admWebhookConfig(url string, caPEM []byte) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+		"metadata": map[string]any{"name": admHookName, "labels": map[string]string{"bench": "crdbench"}},
+		"webhooks": []any{map[string]any{
+			"name":                    "allow." + admGroup,
+			"clientConfig":            map[string]any{"url": url, "caBundle": base64.StdEncoding.EncodeToString(caPEM)},
+			"rules":                   admRules(),
+			"failurePolicy":           "Fail",
+			"matchPolicy":             "Equivalent",
+			"sideEffects":             "None",
+			"timeoutSeconds":          10,
+			"admissionReviewVersions": []string{"v1"},
+		}},
+	})
+	return b
+}
+
+func admPolicyName(i int) string { return fmt.Sprintf("%s%02d", admPrefix, i) }
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func load1() float64 {
+	f := strings.Fields(loadavg())
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// parseCounts parses "0,1,10" into distinct counts in [0, 50].
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v < 0 || v > 50 {
+			return nil, fmt.Errorf("-policies: %q is not a count from 0 to 50", f)
+		}
+		if slices.Contains(out, v) {
+			return nil, fmt.Errorf("-policies: %d given twice", v)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func runAdmission(args []string) error {
+	fs := flag.NewFlagSet("admission", flag.ExitOnError)
+	var t tlsFlags
+	t.register(fs)
+	var (
+		server      = fs.String("server", "", "API server base URL, https:// or http:// (loopback only)")
+		name        = fs.String("name", "server", "name of the server in the results")
+		namespace   = fs.String("namespace", "crdbench-admission", "namespace to create for the objects (must not exist)")
+		n           = fs.Int("n", 2000, "creates per round and configuration")
+		rounds      = fs.Int("rounds", 3, "rounds; each measures every configuration once, in turn")
+		conc        = fs.Int("concurrency", 8, "workers for the creates (and the deletes after them)")
+		warmup      = fs.Int("warmup", 200, "unmeasured creates (and deletes) before the first round, no admission configured")
+		counts      = fs.String("policies", "0,1,10", "numbers of bound policies to measure, comma-separated (0 to 50)")
+		webhook     = fs.Bool("webhook", true, "also measure one validating webhook (no policies)")
+		waitFor     = fs.Duration("wait", 60*time.Second, "how long to wait for the CRD, and for each admission change to be in force")
+		phaseLimit  = fs.Duration("phase-timeout", 5*time.Minute, "time limit of each round's creates, and of its deletes")
+		cleanup     = fs.Bool("cleanup", false, "delete the namespace and the CRD afterwards (policies, bindings and the webhook configuration are always deleted)")
+		cleanupWait = fs.Duration("cleanup-wait", 2*time.Minute, "how long to wait for the namespace and the CRD to go")
+		jsonOut     = fs.String("json", "", "write the results as JSON to this file")
+		pids        namedPIDs
+	)
+	fs.Var(&pids, "pid", "name=PID of a server process whose CPU time is counted (repeatable; kube: kube-apiserver and etcd)")
+	_ = fs.Parse(args)
+	u, err := checkLoopback(*server)
+	if err != nil {
+		return err
+	}
+	policyCounts, err := parseCounts(*counts)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *n < 1 || *n > 100000:
+		return errors.New("need 1 <= -n <= 100000")
+	case *rounds < 1 || *rounds > 20:
+		return errors.New("need 1 <= -rounds <= 20")
+	case *conc < 1 || *conc > 64:
+		return errors.New("need 1 <= -concurrency <= 64")
+	case *warmup < 0 || *warmup > 100000:
+		return errors.New("need 0 <= -warmup <= 100000")
+	case *waitFor < time.Second || *waitFor > 10*time.Minute:
+		return errors.New("need 1s <= -wait <= 10m")
+	case *phaseLimit < time.Second || *phaseLimit > time.Hour:
+		return errors.New("need 1s <= -phase-timeout <= 1h")
+	case *cleanupWait < 0 || *cleanupWait > 10*time.Minute:
+		return errors.New("need 0 <= -cleanup-wait <= 10m")
+	case *namespace == "":
+		return errors.New("need -namespace")
+	case len(policyCounts) == 0 && !*webhook:
+		return errors.New("nothing to measure: -policies is empty and -webhook=false")
+	}
+	client, err := newClient(u, t, *conc)
+	if err != nil {
+		return err
+	}
+	// Interrupted, crdbench still removes what it configured.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	base := strings.TrimRight(*server, "/")
+	c := &coreClient{client: client, base: base}
+	var procs []pidSpec
+	for _, p := range pids {
+		procs = append(procs, pidSpec{p.name, p.pid, true})
+	}
+	meter := cpuMeter{pids: procs, hz: clockTicks()}
+	ns := *namespace
+	nsURL := base + "/api/v1/namespaces/" + ns
+	coll := base + "/apis/" + admGroup + "/v1/namespaces/" + ns + "/widgets"
+	crdURL := base + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + admCRDName
+	l := &loader{apiVersion: admGroup + "/v1", kind: "Widget"}
+	res := &admissionResult{Server: base, Name: *name, ClientCert: t.cert != "", Date: time.Now().UTC().Format(time.RFC3339),
+		Namespace: ns, CRD: admCRDName, N: *n, Rounds: *rounds, Concurrency: *conc, Warmup: *warmup,
+		BodyBytes: len(l.body("w-webhook-1-00000", 0)), Expression: admExpression, ClockTicks: meter.hz,
+		LoadStart: loadavg(), Existing: map[string]int{}}
+	for _, k := range policyCounts {
+		label := fmt.Sprintf("%d policies", k)
+		switch k {
+		case 0:
+			label = "no admission (0 policies)"
+		case 1:
+			label = "1 policy"
+		}
+		res.Configs = append(res.Configs, admConfig{Key: "p" + strconv.Itoa(k), Name: label, Policies: k})
+	}
+	if *webhook {
+		res.Configs = append(res.Configs, admConfig{Key: "webhook", Name: "1 webhook (0 policies)", Webhook: true})
+	}
+	for _, cf := range res.Configs {
+		res.Order = append(res.Order, cf.Key)
+	}
+	maxPolicies := slices.Max(append(slices.Clone(policyCounts), 0))
+
+	// The webhook, on loopback over TLS.
+	hook := newAdmissionHook()
+	cert, certPEM, err := selfSigned("crdbench-admission-webhook")
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hsrv := &http.Server{Handler: hook, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ErrorLog:  log.New(io.Discard, "", 0)}
+	go func() { _ = hsrv.ServeTLS(ln, "", "") }()
+	defer hsrv.Close()
+	res.WebhookURL = "https://" + ln.Addr().String() + "/"
+
+	// One request, bounded by the run's context and a time limit.
+	do := func(method, url string, body []byte, limit time.Duration) (int, []byte, error) {
+		rctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		return c.do(rctx, method, url, body)
+	}
+	fail := func(phaseName, method, url string, code int, b []byte, err error) {
+		res.Failures = append(res.Failures, *c.fail(phaseName, method, url, code, b, err))
+	}
+
+	// What crdbench created, to remove at the end: admission objects in
+	// creation order (removed in reverse), then the namespace and CRD.
+	var created []string
+	has := func(url string) bool { return slices.Contains(created, url) }
+	createObj := func(phaseName, collURL, objName string, body []byte) error {
+		code, b, err := do(http.MethodPost, collURL, body, 30*time.Second)
+		if err != nil || code != http.StatusCreated {
+			fail(phaseName, http.MethodPost, collURL, code, b, err)
+			if code == http.StatusConflict {
+				return fmt.Errorf("%s already exists: not touching it", strings.TrimPrefix(collURL+"/"+objName, base))
+			}
+			return fmt.Errorf("%s: could not create %s (HTTP %d)", phaseName, objName, code)
+		}
+		created = append(created, collURL+"/"+objName)
+		return nil
+	}
+	deleteObj := func(phaseName, url string) error {
+		code, b, err := do(http.MethodDelete, url, nil, 30*time.Second)
+		if err != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
+			fail(phaseName, http.MethodDelete, url, code, b, err)
+			return fmt.Errorf("%s: could not delete %s (HTTP %d)", phaseName, strings.TrimPrefix(url, base), code)
+		}
+		created = slices.DeleteFunc(created, func(s string) bool { return s == url })
+		return nil
+	}
+	nsCreated, crdCreated := false, false
+
+	finish := func(err error) error {
+		// Admission objects: always removed, with a context of their own
+		// (the run's may be cancelled).
+		var removed, left []string
+		for i := len(created) - 1; i >= 0; i-- {
+			u := created[i]
+			rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			code, b, derr := c.do(rctx, http.MethodDelete, u, nil)
+			cancel()
+			if derr != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
+				left = append(left, fmt.Sprintf("%s (HTTP %d %v %s)", strings.TrimPrefix(u, base), code, derr, truncate(b, 200)))
+				continue
+			}
+			removed = append(removed, u[strings.LastIndex(u, "/")+1:])
+		}
+		if len(removed) > 0 || len(left) > 0 {
+			res.Removed = fmt.Sprintf("%d deleted", len(removed))
+			if len(left) > 0 {
+				res.Removed += "; NOT deleted: " + strings.Join(left, ", ")
+				res.Failures = append(res.Failures, failure{Phase: "remove-admission", Error: "left behind: " + strings.Join(left, ", ")})
+			}
+			log.Printf("admission objects: %s", res.Removed)
+		}
+		if *cleanup {
+			var parts []string
+			if nsCreated {
+				parts = append(parts, deleteNamespace(c, nsURL, *cleanupWait))
+			}
+			if crdCreated {
+				parts = append(parts, deleteCRD(&loader{client: client, base: base}, crdURL, *cleanupWait))
+			}
+			res.Cleanup = strings.Join(parts, "; ")
+			log.Printf("cleanup: %s", res.Cleanup)
+		}
+		if p, ok := c.proto.Load().(string); ok {
+			res.Protocol = p
+		}
+		hook.mu.Lock()
+		res.HookProtos = maps.Clone(hook.protos)
+		hook.mu.Unlock()
+		res.LoadEnd = loadavg()
+		if err == nil && ctx.Err() != nil {
+			err = errors.New("interrupted")
+		}
+		if err != nil {
+			res.Error = err.Error()
+		}
+		for _, cf := range res.Configs {
+			for _, r := range cf.Rounds {
+				if r.Create.FirstError != nil {
+					res.Failures = append(res.Failures, *r.Create.FirstError)
+				}
+			}
+		}
+		printAdmission(res)
+		if *jsonOut != "" {
+			if werr := writeJSON(*jsonOut, res); werr != nil {
+				return werr
+			}
+		}
+		if err == nil && len(res.Failures) > 0 {
+			err = fmt.Errorf("%d failure(s)", len(res.Failures))
+		}
+		return err
+	}
+
+	// Others' admission objects, for the record (they would be evaluated too).
+	for _, x := range []struct{ key, path string }{
+		{"validatingadmissionpolicies", vapPath}, {"validatingadmissionpolicybindings", vapbPath},
+		{"validatingwebhookconfigurations", vwcPath},
+		{"mutatingwebhookconfigurations", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"},
+	} {
+		code, b, err := do(http.MethodGet, base+x.path, nil, 30*time.Second)
+		if err != nil || code != http.StatusOK {
+			fail("list-"+x.key, http.MethodGet, base+x.path, code, b, err)
+			return finish(fmt.Errorf("could not list %s", x.key))
+		}
+		var list struct{ Items []json.RawMessage }
+		_ = json.Unmarshal(b, &list)
+		res.Existing[x.key] = len(list.Items)
+	}
+
+	// The namespace and the CRD: neither may exist (they could be someone else's).
+	nsBody, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": ns, "labels": map[string]string{"bench": "crdbench"}}})
+	if code, b, err := do(http.MethodPost, base+"/api/v1/namespaces", nsBody, 30*time.Second); err != nil || code != http.StatusCreated {
+		fail("namespace", http.MethodPost, base+"/api/v1/namespaces", code, b, err)
+		if code == http.StatusConflict {
+			return finish(fmt.Errorf("namespace %s already exists: not touching it (choose another -namespace)", ns))
+		}
+		return finish(fmt.Errorf("could not create namespace %s", ns))
+	}
+	nsCreated = true
+	crdColl := base + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	if code, b, err := do(http.MethodPost, crdColl, admWidgetCRD(), 30*time.Second); err != nil || code != http.StatusCreated {
+		fail("create-crd", http.MethodPost, crdColl, code, b, err)
+		if code == http.StatusConflict {
+			return finish(fmt.Errorf("CRD %s already exists: not touching it", admCRDName))
+		}
+		return finish(fmt.Errorf("could not create CRD %s", admCRDName))
+	}
+	crdCreated = true
+	if err := (&loader{client: client, base: base}).waitEstablished(admCRDName, *waitFor); err != nil {
+		return finish(err)
+	}
+
+	// Creates and deletes of one round (or the warm-up).
+	names := func(key string, round int) func(i int) string {
+		return func(i int) string { return fmt.Sprintf("w-%s-%d-%05d", key, round, i) }
+	}
+	creates := func(label string, count int, name func(int) string) phase {
+		bodies := make([][]byte, count)
+		for i := range bodies {
+			bodies[i] = l.body(name(i), i)
+		}
+		pctx, cancel := context.WithTimeout(ctx, *phaseLimit)
+		defer cancel()
+		return c.run(pctx, label, count, *conc, func(i int) coreReq {
+			return coreReq{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
+		}, nil)
+	}
+	deletes := func(label string, count int, name func(int) string) phase {
+		pctx, cancel := context.WithTimeout(ctx, *phaseLimit)
+		defer cancel()
+		return c.run(pctx, label, count, *conc, func(i int) coreReq {
+			return coreReq{http.MethodDelete, coll + "/" + name(i), nil, []int{http.StatusOK, http.StatusAccepted, http.StatusNotFound}}
+		}, nil)
+	}
+	if *warmup > 0 {
+		log.Printf("warm-up: %d creates and deletes, no admission configured", *warmup)
+		p := creates("warmup-create", *warmup, names("warmup", 0))
+		d := deletes("warmup-delete", *warmup, names("warmup", 0))
+		if p.Errors > 0 || d.Errors > 0 {
+			for _, f := range []*failure{p.FirstError, d.FirstError} {
+				if f != nil {
+					res.Failures = append(res.Failures, *f)
+				}
+			}
+			return finish(fmt.Errorf("warm-up: %d of %d creates and %d of %d deletes failed", p.Errors, p.Requests, d.Errors, d.Requests))
+		}
+	}
+
+	// probe sends one dry-run create and says whether it was admitted,
+	// whether the webhook saw it, and the answer.
+	probe := func(objName string, size int) (admitted, sawHook bool, code int, body []byte) {
+		before := hook.probes.Load()
+		obj, _ := json.Marshal(map[string]any{"apiVersion": admGroup + "/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": objName}, "spec": map[string]any{"size": size}})
+		code, body, err := do(http.MethodPost, coll+"?dryRun=All", obj, 15*time.Second)
+		if err != nil {
+			return false, false, 0, []byte(err.Error())
+		}
+		return code == http.StatusCreated, hook.probes.Load() > before, code, body
+	}
+	// poll calls check every 50 ms until it holds, within -wait.
+	poll := func(what string, check func() (bool, string)) error {
+		deadline := time.Now().Add(*waitFor)
+		for {
+			ok, last := check()
+			if ok {
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s: not within %v (last answer: %s)", what, *waitFor, last)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	describe := func(code int, b []byte) string { return fmt.Sprintf("HTTP %d %s", code, truncate(b, 300)) }
+
+	// configure makes the admission objects those of cf, then waits until
+	// the probes show them in force.
+	hookURL := base + vwcPath + "/" + admHookName
+	configure := func(cf *admConfig) error {
+		for i := range maxPolicies {
+			pURL, bURL := base+vapPath+"/"+admPolicyName(i), base+vapbPath+"/"+admPolicyName(i)
+			switch want := i < cf.Policies; {
+			case want && !has(pURL):
+				if err := createObj("create-policy", base+vapPath, admPolicyName(i), admPolicy(admPolicyName(i), admExpression, "spec.size must be at most 100")); err != nil {
+					return err
+				}
+				if err := createObj("create-binding", base+vapbPath, admPolicyName(i), admBinding(admPolicyName(i))); err != nil {
+					return err
+				}
+			case !want && has(pURL):
+				if err := deleteObj("delete-binding", bURL); err != nil {
+					return err
+				}
+				if err := deleteObj("delete-policy", pURL); err != nil {
+					return err
+				}
+			}
+		}
+		switch {
+		case cf.Webhook && !has(hookURL):
+			if err := createObj("create-webhook-config", base+vwcPath, admHookName, admWebhookConfig(res.WebhookURL, certPEM)); err != nil {
+				return err
+			}
+		case !cf.Webhook && has(hookURL):
+			if err := deleteObj("delete-webhook-config", hookURL); err != nil {
+				return err
+			}
+		}
+		// The probe policy, created after the change: once it denies, the
+		// servers' policy and binding caches hold everything before it.
+		if err := createObj("create-probe-policy", base+vapPath, admProbeName,
+			admPolicy(admProbeName, "object.metadata.name != '"+admProbeObj+"'", "crdbench probe")); err != nil {
+			return err
+		}
+		if err := createObj("create-probe-binding", base+vapbPath, admProbeName, admBinding(admProbeName)); err != nil {
+			return err
+		}
+		if err := poll("the probe policy denies the probe", func() (bool, string) {
+			ok, _, code, b := probe(admProbeObj, 1)
+			return !ok && strings.Contains(string(b), "'"+admProbeName+"'"), describe(code, b)
+		}); err != nil {
+			return err
+		}
+		if err := deleteObj("delete-probe-binding", base+vapbPath+"/"+admProbeName); err != nil {
+			return err
+		}
+		if err := deleteObj("delete-probe-policy", base+vapPath+"/"+admProbeName); err != nil {
+			return err
+		}
+		if err := poll(fmt.Sprintf("the probe is admitted again, through the webhook: %v", cf.Webhook), func() (bool, string) {
+			ok, saw, code, b := probe(admProbeObj, 1)
+			return ok && saw == cf.Webhook, fmt.Sprintf("%s; webhook saw it: %v", describe(code, b), saw)
+		}); err != nil {
+			return err
+		}
+		return poll(fmt.Sprintf("spec.size 101 denied: %v", cf.Policies > 0), func() (bool, string) {
+			ok, _, code, b := probe(admProbeBig, 101)
+			if cf.Policies > 0 {
+				return !ok && strings.Contains(string(b), "ValidatingAdmissionPolicy '"+admPrefix), describe(code, b)
+			}
+			return ok, describe(code, b)
+		})
+	}
+
+	for r := 1; r <= *rounds; r++ {
+		for k := range res.Configs {
+			cf := &res.Configs[k]
+			t0 := time.Now()
+			if err := configure(cf); err != nil {
+				return finish(fmt.Errorf("round %d, %s: %w", r, cf.Name, err))
+			}
+			rd := admRound{Round: r, SettleSec: math3(time.Since(t0).Seconds())}
+			name := names(cf.Key, r)
+			log.Printf("round %d, %s (in force after %.2f s): %d creates with %d workers", r, cf.Name, rd.SettleSec, *n, *conc)
+			calls := hook.calls.Load()
+			s := meter.snap()
+			rd.Create = creates(fmt.Sprintf("create-%s-%d", cf.Key, r), *n, name)
+			if len(procs) > 0 {
+				rd.CPU = cpuBetween(procs, s, meter.snap(), meter.hz)
+				if rd.CPU.Error == "" && rd.Create.Requests > 0 {
+					rd.CPUPerCreate = math3(rd.CPU.TotalSec * 1e6 / float64(rd.Create.Requests))
+				}
+			}
+			rd.WebhookCalls = hook.calls.Load() - calls
+			rd.Load1 = load1()
+			d := deletes(fmt.Sprintf("delete-%s-%d", cf.Key, r), *n, name)
+			rd.DeleteSec, rd.DeleteErrors = math3(d.WallSec), d.Errors
+			cf.Rounds = append(cf.Rounds, rd)
+			log.Printf("round %d, %s: %.1f creates/s, p50 %.2f ms, p99 %.2f ms, %d errors, %d webhook calls, load %.2f",
+				r, cf.Name, rd.Create.PerSecond, rd.Create.P50Ms, rd.Create.P99Ms, rd.Create.Errors, rd.WebhookCalls, rd.Load1)
+			if d.Errors > 0 && d.FirstError != nil {
+				res.Failures = append(res.Failures, *d.FirstError)
+			}
+			if rd.Create.Aborted || ctx.Err() != nil {
+				return finish(fmt.Errorf("round %d, %s: creates aborted", r, cf.Name))
+			}
+			if want := int64(0); cf.Webhook {
+				want = int64(rd.Create.Requests)
+				if rd.WebhookCalls < want-int64(rd.Create.Errors) {
+					res.Failures = append(res.Failures, failure{Phase: rd.Create.Name,
+						Error: fmt.Sprintf("the webhook was called %d times for %d creates", rd.WebhookCalls, rd.Create.Requests)})
+				}
+			} else if rd.WebhookCalls != 0 {
+				res.Failures = append(res.Failures, failure{Phase: rd.Create.Name,
+					Error: fmt.Sprintf("the webhook was called %d times with no webhook configured", rd.WebhookCalls)})
+			}
+		}
+	}
+	// Medians over the rounds.
+	for k := range res.Configs {
+		cf := &res.Configs[k]
+		var ps, p50, p99, cpu []float64
+		for _, rd := range cf.Rounds {
+			if rd.Create.Errors > 0 || rd.Create.Aborted {
+				continue
+			}
+			ps, p50, p99 = append(ps, rd.Create.PerSecond), append(p50, rd.Create.P50Ms), append(p99, rd.Create.P99Ms)
+			if rd.CPUPerCreate > 0 {
+				cpu = append(cpu, rd.CPUPerCreate)
+			}
+		}
+		cf.GoodRounds = len(ps)
+		cf.PerSecond, cf.P50Ms, cf.P99Ms = math3(median(ps)), math3(median(p50)), math3(median(p99))
+		if len(cpu) == len(ps) {
+			cf.CPUPerCreate = math3(median(cpu))
+		}
+	}
+	return finish(nil)
+}
+
+func printAdmission(r *admissionResult) {
+	fmt.Printf("%s: server %s  protocol %s  namespace %s  %d creates per round, %d rounds, %d workers, body %d bytes\n",
+		r.Name, r.Server, r.Protocol, r.Namespace, r.N, r.Rounds, r.Concurrency, r.BodyBytes)
+	fmt.Printf("webhook %s (protocols %v); admission objects before: %v; load average %s at the start, %s at the end\n",
+		r.WebhookURL, r.HookProtos, r.Existing, r.LoadStart, r.LoadEnd)
+	fmt.Printf("%-26s %5s %9s %8s %8s %10s %7s %8s %6s\n", "configuration", "round", "creates/s", "p50_ms", "p99_ms", "cpu_us/op", "errors", "settle_s", "load1")
+	for _, cf := range r.Configs {
+		for _, rd := range cf.Rounds {
+			fmt.Printf("%-26s %5d %9.1f %8.2f %8.2f %10.1f %7d %8.2f %6.2f\n", cf.Name, rd.Round, rd.Create.PerSecond, rd.Create.P50Ms, rd.Create.P99Ms,
+				rd.CPUPerCreate, rd.Create.Errors, rd.SettleSec, rd.Load1)
+		}
+		if cf.GoodRounds > 0 {
+			fmt.Printf("%-26s %5s %9.1f %8.2f %8.2f %10.1f   (median of %d rounds)\n", cf.Name, "med", cf.PerSecond, cf.P50Ms, cf.P99Ms, cf.CPUPerCreate, cf.GoodRounds)
+		}
+	}
+	if r.Removed != "" {
+		fmt.Println("admission objects:", r.Removed)
+	}
+	if r.Cleanup != "" {
+		fmt.Println("cleanup:", r.Cleanup)
+	}
+	for _, f := range r.Failures {
+		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
+	}
+	if r.Error != "" {
+		fmt.Printf("ERROR: %s\n", r.Error)
+	}
+}
