@@ -373,6 +373,7 @@ type hookServer struct {
 	mu       sync.Mutex
 	seen     []*unstructured.Unstructured // the objects of the reviews, in order
 	versions []string                     // the apiVersions of the reviews
+	stop     chan struct{}                // closed when the test ends
 }
 
 var (
@@ -396,7 +397,7 @@ func newHookServer(t *testing.T, answer func(*admissionv1.AdmissionRequest) *adm
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &hookServer{caBundle: certPEM}
+	h := &hookServer{caBundle: certPEM, stop: make(chan struct{})}
 	h.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.calls.Add(1)
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
@@ -421,8 +422,11 @@ func newHookServer(t *testing.T, answer func(*admissionv1.AdmissionRequest) *adm
 		h.mu.Unlock()
 		resp := answer(review.Request)
 		if resp == nil {
+			// No answer: hold the request until the test ends (at most
+			// 5 s), whatever the client does; returning when its request
+			// ends could answer a later request early (an empty 200).
 			select {
-			case <-r.Context().Done():
+			case <-h.stop:
 			case <-time.After(5 * time.Second):
 			}
 			return
@@ -436,6 +440,7 @@ func newHookServer(t *testing.T, answer func(*admissionv1.AdmissionRequest) *adm
 	h.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	h.srv.StartTLS()
 	t.Cleanup(h.srv.Close)
+	t.Cleanup(func() { close(h.stop) }) // runs first: held requests end
 	return h
 }
 
