@@ -267,6 +267,7 @@ func TestProtobufResponses(t *testing.T) {
 	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("get a CRD in protobuf: %v", err)
 	}
+	e.waitEstablished(crd.Name) // its widgets are created below
 	cms := kube.CoreV1().ConfigMaps("default")
 	before, err := cms.List(ctx, metav1.ListOptions{})
 	if err != nil {
