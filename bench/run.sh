@@ -17,7 +17,7 @@
 #      same CronTabs converted by ConversionRules, through the example webhook and by None, RULES_ROUNDS
 #      rounds of CONV_N objects per CRD in a fresh namespace, one cold GET of each then RULES_WARM warm;
 #   4c. in-process benchmarks (GOBENCH=0 skips them): from the repo root,
-#      go test -run '^$' -bench . -benchmem -count GOBENCH_COUNT -benchtime GOBENCH_TIME ./integration ./internal/schema ./internal/conversion
+#      go test -run '^$' -bench . -benchmem -count GOBENCH_COUNT -benchtime GOBENCH_TIME ./integration ./internal/schema ./internal/conversion ./internal/filters ./crdtest
 #      with its output (server log lines removed) in bench/results/gobench.txt;
 #   5. load on the shared reference (./start-reference.sh; stopped again only if this script
 #      started it; the CRD is deleted again only if this script created it), then the same
@@ -107,7 +107,8 @@ extra() { echo "$*" >>"$OUT/failures-extra.md"; }
 drop_logs() {
   awk '
     function islog(s) {
-      return s ~ /^time=/ || s ~ /^[0-9][0-9][0-9][0-9]\/[0-9][0-9]\/[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](\.[0-9]+)? (DEBUG|INFO|WARN|ERROR)/
+      return s ~ /^time=/ || s ~ /^[0-9][0-9][0-9][0-9]\/[0-9][0-9]\/[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9](\.[0-9]+)? (DEBUG|INFO|WARN|ERROR)/ ||
+        s ~ /^[IWEF][0-9][0-9][0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+ /
     }
     {
       line = pending $0; pending = ""
@@ -404,8 +405,8 @@ fi
 if [[ $GOBENCH != 0 ]]; then
   echo "# in-process benchmarks (go test -bench, from $ROOT); its output without server log lines goes to gobench.txt" >>"$OUT/commands.txt"
   log "go test -bench (about a minute)"
-  SUFFIX=" 2>&1 | drop_logs >$OUT/gobench.txt" logcmd go test -run '^$' -bench . -benchmem -count "$GOBENCH_COUNT" -benchtime "$GOBENCH_TIME" ./integration ./internal/schema ./internal/conversion
-  go test -run '^$' -bench . -benchmem -count "$GOBENCH_COUNT" -benchtime "$GOBENCH_TIME" ./integration ./internal/schema ./internal/conversion 2>&1 \
+  SUFFIX=" 2>&1 | drop_logs >$OUT/gobench.txt" logcmd go test -run '^$' -bench . -benchmem -count "$GOBENCH_COUNT" -benchtime "$GOBENCH_TIME" ./integration ./internal/schema ./internal/conversion ./internal/filters ./crdtest
+  go test -run '^$' -bench . -benchmem -count "$GOBENCH_COUNT" -benchtime "$GOBENCH_TIME" ./integration ./internal/schema ./internal/conversion ./internal/filters ./crdtest 2>&1 \
     | drop_logs >"$OUT/gobench.txt" 2>"$WORK/gobench-dropped"
   rc=${PIPESTATUS[0]}
   dropped=$(cat "$WORK/gobench-dropped" 2>/dev/null)

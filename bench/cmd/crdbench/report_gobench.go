@@ -19,6 +19,8 @@ type goBenchRun struct {
 	BytesPerOp  float64 // with -benchmem or b.ReportAllocs
 	AllocsPerOp float64
 	HasMem      bool // B/op and allocs/op were printed
+	// Extra are the benchmark's own metrics (b.ReportMetric), by unit.
+	Extra map[string]float64
 }
 
 // goBench is every run of one benchmark of one package.
@@ -47,6 +49,26 @@ func (g *goBench) stat(f func(goBenchRun) float64) (med, lo, hi float64) {
 		return 0, 0, 0
 	}
 	return median(v), slices.Min(v), slices.Max(v)
+}
+
+// extraMedians writes the median of each of the benchmark's own metrics,
+// "1273 slowest-ms, 16.7 MiB/server", in the order of their units.
+func (g *goBench) extraMedians() string {
+	var units []string
+	for _, r := range g.Runs {
+		for u := range r.Extra {
+			if !slices.Contains(units, u) {
+				units = append(units, u)
+			}
+		}
+	}
+	slices.Sort(units)
+	var parts []string
+	for _, u := range units {
+		m, _, _ := g.stat(func(r goBenchRun) float64 { return r.Extra[u] })
+		parts = append(parts, "**"+strconv.FormatFloat(m, 'g', 4, 64)+" "+u+"**")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // splitProcs splits "BenchmarkX-2" into "BenchmarkX" and 2. go test leaves
@@ -123,6 +145,11 @@ func parseGoBench(r io.Reader) ([]*goBench, error) {
 				run.BytesPerOp, hasB = v, true
 			case "allocs/op":
 				run.AllocsPerOp, hasAllocs = v, true
+			default:
+				if run.Extra == nil {
+					run.Extra = map[string]float64{}
+				}
+				run.Extra[f[i+1]] = v
 			}
 		}
 		if bad || !hasNs {
@@ -146,6 +173,15 @@ var goBenchAbout = map[string]string{
 	"BenchmarkPipelineCronTab": "the schema pipeline a create runs on its body, no server and no etcd: strict JSON decode, prune, default, " +
 		"validate (OpenAPI and CEL) of the CronTab CRD's example object (about 200 B), the schema compiled once beforehand",
 	"BenchmarkPipelineWide2KiB": "the same pipeline on a 2 KiB object: 50 string fields (`maxLength: 64`) and 5 CEL rules on `spec`",
+	"BenchmarkServer": "one test's server from `crdtest`: start (embedded etcd without fsync), ready, its CRD Established, " +
+		"a create and a list through client-go, Close (issue 15's target: ≤ 100 ms)",
+	"BenchmarkServer8Parallel": "eight such servers at once in one process; time/op is a round of eight, slowest-ms the longest " +
+		"any one server took over all rounds (target: ≤ 250 ms)",
+	"BenchmarkIdleMemory":         "the Go heap and stacks an idle `crdtest` server holds, with its CRD and one object, over four servers (target: ≤ 20 MiB)",
+	"BenchmarkCompressedList":     "gzip of a 9 MB list response (10,000 objects of ~1 KiB) as client-go asks for it (level 1, klauspost/compress, pooled writers)",
+	"BenchmarkConvertList":        "a cold conversion of 10,000 stored CronTabs to v1 in process, by None and by declarative rules, each followed by the target schema",
+	"BenchmarkList10000":          "a list of 10,000 custom resources in their stored version, from the watch cache through the handler",
+	"BenchmarkList10000Converted": "the same list in another version (None conversion), once every object remembers its conversion",
 }
 
 // fmtNs writes a duration in ns in the unit that fits: ns, µs or ms.
@@ -208,7 +244,7 @@ func goBenchReport(dir string, p func(string, ...any)) (targets []string, fails 
 
 	if len(benches) > 0 {
 		p("## In-process benchmarks (go test -bench)\n\n")
-		p("`go test -run '^$' -bench . -benchmem` of `./integration` and `./internal/schema` (the exact command is under \"Commands\"; " +
+		p("`go test -run '^$' -bench . -benchmem` of the packages named in each row (the exact command is under \"Commands\"; " +
 			"raw output in `bench/results/gobench.txt`). Each row is one benchmark over its runs (`-count`): the median ns/op, " +
 			"the fastest and slowest run, and the median B/op and allocs/op. The suffix of each name is GOMAXPROCS.\n\n")
 		p("| benchmark | package | runs | time/op (median) | min – max | B/op | allocs/op | MB/s | what it measures |\n|---|---|---|---|---|---|---|---|---|\n")
@@ -216,6 +252,9 @@ func goBenchReport(dir string, p func(string, ...any)) (targets []string, fails 
 			about := goBenchAbout[g.Name]
 			if about == "" {
 				about = "(see the benchmark's doc comment)"
+			}
+			if extra := g.extraMedians(); extra != "" {
+				about += "; its own metrics (medians): " + extra
 			}
 			if len(g.Runs) == 0 {
 				p("| %s | %s | 0 | **failed** | | | | | %s |\n", g.FullName(), shortPkg(g.Pkg), about)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -61,7 +62,7 @@ func TestParseGoBench(t *testing.T) {
 	if ssa.Name != "BenchmarkServerSideApply2KiB" || ssa.Procs != 2 {
 		t.Errorf("name %q procs %d", ssa.Name, ssa.Procs)
 	}
-	if r := ssa.Runs[0]; r != (goBenchRun{Iterations: 500, NsPerOp: 2453102, BytesPerOp: 1227874, AllocsPerOp: 11616, HasMem: true}) {
+	if r := ssa.Runs[0]; !reflect.DeepEqual(r, goBenchRun{Iterations: 500, NsPerOp: 2453102, BytesPerOp: 1227874, AllocsPerOp: 11616, HasMem: true}) {
 		t.Errorf("first run %+v", r)
 	}
 	med, lo, hi := ssa.stat(func(r goBenchRun) float64 { return r.NsPerOp })
@@ -191,5 +192,19 @@ BenchmarkPipelineWide2KiB-2   	     301	    40000 ns/op	   2.67 MB/s	  475296 B/
 	targets, _ = goBenchReport(t.TempDir(), func(f string, a ...any) { fmt.Fprintf(&b, f, a...) })
 	if b.Len() != 0 || len(targets) != 5 || !strings.Contains(targets[0], "GOBENCH=0") {
 		t.Errorf("without gobench.txt: %q, %q", b.String(), targets)
+	}
+}
+
+func TestParseGoBenchOwnMetrics(t *testing.T) {
+	out := "pkg: github.com/crdserver/crdserver/crdtest\n" +
+		"BenchmarkServer8Parallel-2   \t      10\t1154172815 ns/op\t      1273 slowest-ms\n" +
+		"BenchmarkServer8Parallel-2   \t      10\t1054172815 ns/op\t      1100 slowest-ms\n" +
+		"BenchmarkServer8Parallel-2   \t      10\t1254172815 ns/op\t      1400 slowest-ms\n"
+	got, err := parseGoBench(strings.NewReader(out))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%v %v", got, err)
+	}
+	if e := got[0].extraMedians(); e != "**1273 slowest-ms**" {
+		t.Errorf("own metrics %q", e)
 	}
 }
