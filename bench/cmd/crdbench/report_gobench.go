@@ -250,6 +250,9 @@ func goBenchReport(dir string, p func(string, ...any)) (targets []string, fails 
 		p("| benchmark | package | runs | time/op (median) | min – max | B/op | allocs/op | MB/s | what it measures |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, g := range benches {
 			about := goBenchAbout[g.Name]
+			if parent, _, sub := strings.Cut(g.Name, "/"); about == "" && sub {
+				about = goBenchAbout[parent]
+			}
 			if about == "" {
 				about = "(see the benchmark's doc comment)"
 			}
