@@ -294,3 +294,47 @@ func TestConcurrentFirstBuilds(t *testing.T) {
 		}
 	}
 }
+
+// Servers of one process share the built-in documents: a second server's
+// document of the same routes is the one built for the first; another
+// set of resources (here one resource fewer) gets its own.
+func TestBuiltinDocumentsAreShared(t *testing.T) {
+	newCache := func(prefix string) *store.Cache { return store.NewFixedCache(prefix, 1) }
+	newBuiltins := func() []*resource.Resource {
+		return apis.New(newCache, rbacpolicy.NewStore(), apis.Options{EventTTL: time.Hour, Tokens: &serviceaccount.Tokens{}}).All
+	}
+	docOf := func(all []*resource.Resource, path string) *spec3.OpenAPI {
+		t.Helper()
+		for _, d := range builtinDocuments(all) {
+			if d.path == path {
+				doc, err := buildBuiltinV3(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return doc
+			}
+		}
+		t.Fatalf("no document %s", path)
+		return nil
+	}
+	first, second := docOf(newBuiltins(), "api/v1"), docOf(newBuiltins(), "api/v1")
+	if first != second {
+		t.Error("a second server built api/v1 again")
+	}
+	var fewer []*resource.Resource
+	for _, r := range newBuiltins() {
+		if r.Group != "" || r.Plural != "secrets" {
+			fewer = append(fewer, r)
+		}
+	}
+	other := docOf(fewer, "api/v1")
+	if other == first {
+		t.Fatal("api/v1 without secrets got the document with them")
+	}
+	if _, ok := other.Paths.Paths["/api/v1/namespaces/{namespace}/secrets"]; ok {
+		t.Error("api/v1 without secrets documents them")
+	}
+	if _, ok := first.Paths.Paths["/api/v1/namespaces/{namespace}/secrets"]; !ok {
+		t.Error("api/v1 does not document secrets")
+	}
+}
