@@ -119,6 +119,20 @@ type Admission struct {
 // a ValidationInterface).
 type chain struct {
 	admission.Interface
+	// configs are the informers' stores of the policies, bindings and
+	// webhook configurations the plugins act on.
+	configs []cache.Store
+}
+
+// configured reports whether any policy, binding or webhook configuration
+// exists: with none, the plugins admit everything unchanged.
+func (c *chain) configured() bool {
+	for _, s := range c.configs {
+		if len(s.ListKeys()) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 var (
@@ -176,7 +190,8 @@ func (a *Admission) start(ctx context.Context) error {
 	// built: their policy sources then compile at once instead of polling
 	// every 100 ms (client-go's WaitForCacheSync), and the server is ready
 	// within milliseconds.
-	if err := syncInformers(ctx, factory); err != nil {
+	configs, err := syncInformers(ctx, factory)
+	if err != nil {
 		return err
 	}
 
@@ -202,7 +217,7 @@ func (a *Admission) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("admission: %w", err)
 	}
-	a.chain.Store(&chain{admissionmetrics.WithStepMetrics(c)})
+	a.chain.Store(&chain{Interface: admissionmetrics.WithStepMetrics(c), configs: configs})
 	a.factory = factory
 	close(a.started)
 
@@ -221,37 +236,44 @@ func (a *Admission) start(ctx context.Context) error {
 
 // syncInformers starts the informers of the admission configuration and
 // of namespaces and waits, polling every millisecond, until they have
-// synced.
-func syncInformers(ctx context.Context, f informers.SharedInformerFactory) error {
+// synced. It returns the stores of the configuration.
+func syncInformers(ctx context.Context, f informers.SharedInformerFactory) ([]cache.Store, error) {
 	ar := f.Admissionregistration().V1()
-	synced := []cache.InformerSynced{
-		f.Core().V1().Namespaces().Informer().HasSynced,
-		ar.ValidatingAdmissionPolicies().Informer().HasSynced,
-		ar.ValidatingAdmissionPolicyBindings().Informer().HasSynced,
-		ar.MutatingAdmissionPolicies().Informer().HasSynced,
-		ar.MutatingAdmissionPolicyBindings().Informer().HasSynced,
-		ar.ValidatingWebhookConfigurations().Informer().HasSynced,
-		ar.MutatingWebhookConfigurations().Informer().HasSynced,
+	configs := []cache.SharedIndexInformer{
+		ar.ValidatingAdmissionPolicies().Informer(),
+		ar.ValidatingAdmissionPolicyBindings().Informer(),
+		ar.MutatingAdmissionPolicies().Informer(),
+		ar.MutatingAdmissionPolicyBindings().Informer(),
+		ar.ValidatingWebhookConfigurations().Informer(),
+		ar.MutatingWebhookConfigurations().Informer(),
 	}
+	all := append([]cache.SharedIndexInformer{f.Core().V1().Namespaces().Informer()}, configs...)
 	f.Start(ctx.Done())
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	for _, hasSynced := range synced {
-		for !hasSynced() {
+	for _, inf := range all {
+		for !inf.HasSynced() {
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("admission: informers not synced: %w", context.Cause(ctx))
+				return nil, fmt.Errorf("admission: informers not synced: %w", context.Cause(ctx))
 			case <-tick.C:
 			}
 		}
 	}
-	return nil
+	stores := make([]cache.Store, len(configs))
+	for i, inf := range configs {
+		stores[i] = inf.GetStore()
+	}
+	return stores, nil
 }
 
-// Handles implements admission.Interface.
+// Handles implements admission.Interface: whether a request of op needs
+// admission. Once started, it is false while no policy, binding or webhook
+// configuration exists (the plugins would admit it unchanged), so that
+// writes pay nothing for admission until it is configured.
 func (a *Admission) Handles(op admission.Operation) bool {
 	if c := a.chain.Load(); c != nil {
-		return c.Handles(op)
+		return c.configured() && c.Handles(op)
 	}
 	return op == admission.Create || op == admission.Update || op == admission.Delete || op == admission.Connect
 }

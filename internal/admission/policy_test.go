@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/utils/ptr"
 )
@@ -329,4 +330,24 @@ func TestNotReadyBeforeStart(t *testing.T) {
 	if err := e.adm.Start(context.Background()); err == nil {
 		t.Error("Start twice")
 	}
+}
+
+// Writes need admission only once something is configured: Handles is
+// false after Start while no policy, binding or webhook configuration
+// exists, true once one does.
+func TestHandlesOnlyWhenConfigured(t *testing.T) {
+	e := newEnv(t, Options{})
+	for _, op := range []admission.Operation{admission.Create, admission.Update, admission.Delete} {
+		if e.adm.Handles(op) {
+			t.Errorf("Handles(%s) with nothing configured", op)
+		}
+	}
+	p := validatingPolicy("thirteen", admissionregistrationv1.Validation{Expression: "object.spec.replicas != 13", Message: "unlucky"})
+	e.createValidating(p, validatingBinding("thirteen", p.Name, admissionregistrationv1.Deny))
+	eventually(t, func() error {
+		if !e.adm.Handles(admission.Create) {
+			return errors.New("not handled with a policy configured")
+		}
+		return nil
+	})
 }
