@@ -234,6 +234,21 @@ func TestInvalidCABundleCondition(t *testing.T) {
 		cond := findCondition(got, apiextensionsv1.Established)
 		return cond != nil && cond.Status == apiextensionsv1.ConditionFalse && cond.Reason == "InvalidCABundle" && cond.Message == "The conversion webhook CABundle is invalid", nil
 	})
+	// And it stays so: the controllers do not write the CRD again and
+	// again (they once flipped Established between Installing and
+	// InvalidCABundle hundreds of times a second).
+	first, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, crd.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	again, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, crd.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ResourceVersion != first.ResourceVersion {
+		t.Errorf("the CRD was written again: resourceVersion %s, then %s, Established %+v", first.ResourceVersion, again.ResourceVersion, findCondition(again, apiextensionsv1.Established))
+	}
 }
 
 func findCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {

@@ -98,9 +98,13 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 	crd = crd.DeepCopy()
 	names, namesCond, estCond := acceptNames(ix, crd)
+	// As Kubernetes' naming controller, it writes when the names or the
+	// NamesAccepted condition change, and Established only with them:
+	// comparing Established too would undo the establishing below (a
+	// CRD with an invalid caBundle: Installing, InvalidCABundle, Installing,
+	// ... without end).
 	if !reflect.DeepEqual(names, crd.Status.AcceptedNames) ||
-		!apihelpers.IsCRDConditionEquivalent(&namesCond, apihelpers.FindCRDCondition(crd, apiextensionsv1.NamesAccepted)) ||
-		!apihelpers.IsCRDConditionEquivalent(&estCond, apihelpers.FindCRDCondition(crd, apiextensionsv1.Established)) {
+		!apihelpers.IsCRDConditionEquivalent(&namesCond, apihelpers.FindCRDCondition(crd, apiextensionsv1.NamesAccepted)) {
 		crd.Status.AcceptedNames = names
 		apihelpers.SetCRDCondition(crd, namesCond)
 		apihelpers.SetCRDCondition(crd, estCond)
