@@ -154,16 +154,6 @@ func (w *webhook) stop() {
 	}
 }
 
-// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // TestConversionExampleAsDocumented follows examples/crontab-conversion's
 // README: the versioned CRD of crd.yaml, its URL and caBundle filled in
 // with the webhook's, the v1beta1 object of crontab-v1beta1.yaml, read in

@@ -20,19 +20,27 @@ import (
 // cluster would be, and returns its client URL.
 func startExternalEtcd(t *testing.T) string {
 	t.Helper()
+	// Both ports are picked while both listeners are open, so the kernel
+	// cannot hand out the same one twice (it would, to listeners opened
+	// one after the other's close).
+	var ls []net.Listener
 	port := func() int {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer l.Close()
+		ls = append(ls, l)
 		return l.Addr().(*net.TCPAddr).Port
+	}
+	clientPort, peerPort := port(), port()
+	for _, l := range ls {
+		_ = l.Close()
 	}
 	cfg := embed.NewConfig()
 	cfg.Dir = t.TempDir()
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	client, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port()))
-	peer, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port()))
+	client, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", clientPort))
+	peer, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", peerPort))
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
