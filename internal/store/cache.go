@@ -60,7 +60,7 @@ type Cache struct {
 	rev      int64 // every change up to rev is applied
 	ready    bool
 	revCh    chan struct{} // closed and replaced whenever rev moves
-	history  []Event       // ring buffer
+	history  []Event       // ring buffer, grown on demand up to opts.History
 	hstart   int           // index of the oldest event in history
 	hlen     int
 	oldest   int64 // history holds every event after this revision
@@ -94,7 +94,7 @@ func NewCache(s *Store, prefix string, decode DecodeFunc, opts CacheOptions, log
 		log:      log,
 		tree:     btree.NewG(32, lessItem),
 		revCh:    make(chan struct{}),
-		history:  make([]Event, opts.History),
+		history:  make([]Event, min(opts.History, initialHistory)),
 		watchers: map[*Watcher]struct{}{},
 		cancel:   cancel,
 		done:     make(chan struct{}),
@@ -235,6 +235,7 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 	}
 	c.mu.Lock()
 	c.tree = tree
+	c.history = make([]Event, min(c.opts.History, initialHistory))
 	c.hstart, c.hlen = 0, 0
 	c.oldest = rev
 	c.lastEv = rev
@@ -398,6 +399,10 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 // record appends ev to the history ring, dropping the oldest event if full.
 func (c *Cache) record(ev Event) {
 	n := len(c.history)
+	if c.hlen == n && n < c.opts.History {
+		c.growHistory()
+		n = len(c.history)
+	}
 	if c.hlen == n {
 		c.oldest = c.history[c.hstart].Rev
 		c.history[c.hstart] = Event{}
@@ -407,6 +412,23 @@ func (c *Cache) record(ev Event) {
 	c.history[(c.hstart+c.hlen)%n] = ev
 	c.hlen++
 	c.lastEv = ev.Rev
+}
+
+// initialHistory is the size a cache's history ring starts at: a server
+// holds a cache per resource, most of which see few changes, and a ring of
+// the full CacheOptions.History events each (10,000 × 32 bytes) was a
+// third of an idle server's heap.
+const initialHistory = 64
+
+// growHistory doubles the history ring (at most to opts.History), keeping
+// its events in order from index 0.
+func (c *Cache) growHistory() {
+	n := len(c.history)
+	grown := make([]Event, min(max(2*n, 1), c.opts.History))
+	for i := 0; i < c.hlen; i++ {
+		grown[i] = c.history[(c.hstart+i)%n]
+	}
+	c.history, c.hstart = grown, 0
 }
 
 // LastEventRevision returns the revision of the newest change the cache has

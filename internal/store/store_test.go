@@ -291,3 +291,35 @@ func TestEmbeddedRestartKeepsData(t *testing.T) {
 		t.Fatalf("after restart: %v %+v", err, kv)
 	}
 }
+
+// The history ring starts small and grows to CacheOptions.History, keeping
+// every event in order; then the oldest ones are dropped.
+func TestHistoryGrows(t *testing.T) {
+	c := &Cache{opts: CacheOptions{History: 300}}
+	c.history = make([]Event, min(c.opts.History, initialHistory))
+	replay := func(after int64) []int64 {
+		var revs []int64
+		for i := 0; i < c.hlen; i++ {
+			if ev := c.history[(c.hstart+i)%len(c.history)]; ev.Rev > after {
+				revs = append(revs, ev.Rev)
+			}
+		}
+		return revs
+	}
+	for rev := int64(1); rev <= 250; rev++ {
+		c.record(Event{Type: Added, Rev: rev})
+		if got := replay(0); len(got) != int(rev) || got[0] != 1 || got[len(got)-1] != rev {
+			t.Fatalf("after %d events the history holds %d (%v…)", rev, len(got), got[:min(len(got), 3)])
+		}
+	}
+	if len(c.history) != 256 || c.oldest != 0 {
+		t.Fatalf("ring of %d, oldest %d; want 256 and nothing dropped", len(c.history), c.oldest)
+	}
+	for rev := int64(251); rev <= 400; rev++ {
+		c.record(Event{Type: Added, Rev: rev})
+	}
+	got := replay(0)
+	if len(c.history) != 300 || len(got) != 300 || got[0] != 101 || got[299] != 400 || c.oldest != 100 {
+		t.Fatalf("ring of %d holds %d events from %d, oldest %d; want 300 from 101, oldest 100", len(c.history), len(got), got[0], c.oldest)
+	}
+}
