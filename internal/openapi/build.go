@@ -1,9 +1,7 @@
 package openapi
 
 import (
-	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 
@@ -27,59 +25,24 @@ import (
 const kubernetesVersion = "1.37"
 
 // builtV3 are the built-in documents built so far in this process, by
-// serviceKey: every server in a process (tests start many) serves the same
+// key: every server in a process (tests start many) serves the same
 // built-in types, and building a document is most of what the first
 // /openapi/v3 request of a server costs. The documents are never changed
 // once built (merging with CRDs' copies them).
-var builtV3 sync.Map // string → *spec3.OpenAPI
+var builtV3 sync.Map // builtinDocument.key → *spec3.OpenAPI
 
 // buildBuiltinV3 builds the OpenAPI v3 document of one built-in
-// document, or takes the one built for the same routes before.
+// document, or takes the one built for the same key before.
 func buildBuiltinV3(d builtinDocument) (*spec3.OpenAPI, error) {
-	s := d.service()
-	key := serviceKey(d.path, s)
-	if doc, ok := builtV3.Load(key); ok {
+	if doc, ok := builtV3.Load(d.key); ok {
 		return doc.(*spec3.OpenAPI), nil
 	}
-	doc, err := buildV3(d.path, s)
+	doc, err := buildV3(d.path, d.service())
 	if err != nil {
 		return nil, err
 	}
-	builtV3.Store(key, doc)
-	return doc, nil
-}
-
-// serviceKey is everything of a document's routes and root types that
-// its OpenAPI document is built from.
-func serviceKey(path string, s service) string {
-	var b strings.Builder
-	b.WriteString(path)
-	for _, t := range s.roots {
-		b.WriteString("|" + t.PkgPath() + "." + t.String())
-	}
-	for _, r := range s.ws.Routes() {
-		fmt.Fprintf(&b, "\n%s %s %q %q %q %q %q %T %T %v %v %v", r.Method, r.Path, r.Operation, r.Doc, r.Notes,
-			r.Produces, r.Consumes, r.ReadSample, r.WriteSample, r.Deprecated, r.Metadata, r.Extensions)
-		for _, w := range r.WriteSamples {
-			fmt.Fprintf(&b, " w%T", w)
-		}
-		for _, p := range r.ParameterDocs {
-			fmt.Fprintf(&b, " p%+v", p.Data())
-		}
-		codes := make([]int, 0, len(r.ResponseErrors))
-		for c := range r.ResponseErrors {
-			codes = append(codes, c)
-		}
-		slices.Sort(codes)
-		for _, c := range codes {
-			e := r.ResponseErrors[c]
-			fmt.Fprintf(&b, " e%d %q %T %v", c, e.Message, e.Model, e.IsDefault)
-		}
-		if e := r.DefaultResponse; e != nil {
-			fmt.Fprintf(&b, " d%d %q %T", e.Code, e.Message, e.Model)
-		}
-	}
-	return b.String()
+	actual, _ := builtV3.LoadOrStore(d.key, doc)
+	return actual.(*spec3.OpenAPI), nil
 }
 
 // buildV3 builds the OpenAPI v3 document of one built-in service.

@@ -19,9 +19,11 @@ import (
 
 // builtinDocument is one built-in OpenAPI v3 document: its path
 // ("api/v1") and its web service, made when first asked for, with the Go
-// types its definitions start from.
+// types its definitions start from. key is everything the service is made
+// from: two documents of one key are the same document.
 type builtinDocument struct {
 	path    string
+	key     string
 	service func() service
 }
 
@@ -79,7 +81,7 @@ func resourceDocument(gv schema.GroupVersion, resources []*resource.Resource) bu
 	if gv.Group == "" {
 		root = "/api/" + gv.Version
 	}
-	return builtinDocument{path: strings.TrimPrefix(root, "/"), service: sync.OnceValue(func() service {
+	return builtinDocument{path: strings.TrimPrefix(root, "/"), key: resourceDocumentKey(root, gv, resources), service: sync.OnceValue(func() service {
 		ws := new(restful.WebService)
 		ws.Path(root)
 		ws.Doc("API at " + root)
@@ -103,13 +105,34 @@ func resourceDocument(gv schema.GroupVersion, resources []*resource.Resource) bu
 
 // discoveryDocument is the document of a discovery endpoint: one GET.
 func discoveryDocument(root, doc, operation string, produces []string, body any) builtinDocument {
-	return builtinDocument{path: strings.TrimPrefix(root, "/"), service: sync.OnceValue(func() service {
+	key := fmt.Sprintf("%s|%s|%s|%q|%T", root, doc, operation, produces, body)
+	return builtinDocument{path: strings.TrimPrefix(root, "/"), key: key, service: sync.OnceValue(func() service {
 		ws := new(restful.WebService)
 		ws.Path(root)
 		ws.Doc(doc)
 		addGetRoute(ws, doc, operation, produces, body)
 		return service{ws: ws}
 	})}
+}
+
+// resourceDocumentKey is everything of resources that resourceDocument
+// and newAPIResource make the document of gv from.
+func resourceDocumentKey(root string, gv schema.GroupVersion, resources []*resource.Resource) string {
+	var b strings.Builder
+	b.WriteString(root)
+	for _, r := range resources {
+		_, finalize := r.Strategy.(resource.FinalizeStrategy)
+		status := false
+		if v := r.Version(gv.Version); v != nil {
+			status = v.Status
+		}
+		fmt.Fprintf(&b, "\n%s %s %s %s %v %q %v %v %v", r.Group, r.Plural, r.Kind, r.ListKind, r.Namespaced, r.Verbs,
+			r.StrategicMergeType != nil, status, finalize)
+		for _, s := range r.Subresources {
+			fmt.Fprintf(&b, " [%s %q %s/%s %s]", s.Name, s.Verbs, s.Group, s.Version, s.Kind)
+		}
+	}
+	return b.String()
 }
 
 // newAPIResource describes r in version v: its Go types come from the

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
+	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
 )
 
@@ -118,5 +120,73 @@ func TestConcurrentSyncAndRequests(t *testing.T) {
 	wg.Wait()
 	if _, ok := root(t, p)["apis/stable.example.com/v1"]; !ok {
 		t.Errorf("CronTab group/version missing")
+	}
+}
+
+// A server's publisher serves the built-in documents from a service shared
+// by the process and its CRDs' from its own: it answers exactly as one
+// kube-openapi v3 service holding every document would (the oracle):
+// the root, its ETag and hashes, each document in JSON and protobuf, with
+// hashes, with stale ones. One CRD is in a built-in group/version.
+func TestSharedBuiltinsAnswerAsOneService(t *testing.T) {
+	p := New(builtins(t))
+	if q := New(builtins(t)); q.shared != p.shared {
+		t.Fatal("two publishers of the same built-in resources do not share their documents")
+	}
+	inBuiltin := cronTab(t, "coordination.k8s.io", "2")
+	check := func(step string) {
+		t.Helper()
+		oracle := handler3.NewOpenAPIService()
+		p.refresh() // what the next request does
+		p.mu.Lock()
+		for path, v := range p.builtinV3 {
+			oracle.UpdateGroupVersionLazy(path, v)
+		}
+		for path, v := range p.ownValues {
+			oracle.UpdateGroupVersionLazy(path, v)
+		}
+		p.mu.Unlock()
+		mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/openapi/v3" {
+				oracle.HandleDiscovery(w, r)
+			} else {
+				oracle.HandleGroupVersion(w, r)
+			}
+		})
+		same := func(target, accept string) {
+			t.Helper()
+			got, want := get(t, p, target, accept), get(t, mux, target, accept)
+			for _, h := range []string{"Etag", "Content-Type", "Location", "Cache-Control", "Vary"} {
+				if got.Header().Get(h) != want.Header().Get(h) {
+					t.Errorf("%s: GET %s (%s): %s %q, want %q", step, target, accept, h, got.Header().Get(h), want.Header().Get(h))
+				}
+			}
+			if got.Code != want.Code || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+				t.Errorf("%s: GET %s (%s): %d, %d bytes; want %d, %d bytes", step, target, accept, got.Code, got.Body.Len(), want.Code, want.Body.Len())
+			}
+		}
+		same("/openapi/v3", "")
+		urls := root(t, p)
+		for _, path := range []string{"api/v1", "apis/coordination.k8s.io/v1", "apis/stable.example.com/v1", "apis/rbac.authorization.k8s.io/v1"} {
+			if _, ok := urls[path]; !ok {
+				continue
+			}
+			same("/openapi/v3/"+path, "application/json")
+			same("/openapi/v3/"+path, "application/com.github.proto-openapi.spec.v3.v1.0+protobuf")
+			same(urls[path], "")
+			same("/openapi/v3/"+path+"?hash=stale", "")
+		}
+	}
+	check("built-in documents only")
+	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{cronTab(t, "", "1"), inBuiltin}))
+	check("with CRDs, one in a built-in group/version")
+	if doc := document(t, p, "apis/coordination.k8s.io/v1"); doc.Paths.Paths["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"] == nil ||
+		doc.Paths.Paths["/apis/coordination.k8s.io/v1/namespaces/{namespace}/crontabs"] == nil {
+		t.Errorf("apis/coordination.k8s.io/v1 does not have both the Leases and the CronTabs")
+	}
+	p.Sync(index(nil))
+	check("CRDs gone")
+	if doc := document(t, p, "apis/coordination.k8s.io/v1"); doc.Paths.Paths["/apis/coordination.k8s.io/v1/namespaces/{namespace}/crontabs"] != nil {
+		t.Errorf("apis/coordination.k8s.io/v1 still has the CronTabs")
 	}
 }

@@ -1,11 +1,20 @@
 package openapi
 
 import (
+	"bytes"
+	"crypto/sha512"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/cached"
@@ -27,7 +36,17 @@ type Publisher struct {
 	latest  atomic.Pointer[registry.Index]
 	applied atomic.Pointer[registry.Index]
 
-	v3 *handler3.OpenAPIService
+	// shared serves the built-in documents, for every server of the
+	// process with the same built-in resources; v3 serves this server's
+	// group/versions that hold CRDs (merged with a built-in document when
+	// a CRD is in a built-in group/version); ownPaths are those paths.
+	shared   *handler3.OpenAPIService
+	v3       *handler3.OpenAPIService
+	ownPaths atomic.Pointer[map[string]bool]
+	// root is the last /openapi/v3 answer merged from shared's and v3's.
+	rootMu sync.Mutex
+	root   *v3Root
+
 	v2 *handler.OpenAPIService
 	// v2Handler is the v2 service's handler (content negotiation, gzip).
 	v2Handler http.Handler
@@ -44,6 +63,8 @@ type Publisher struct {
 	// group/versions; v2Fingerprint that of the CRDs in the v2 document.
 	v3Fingerprints map[schema.GroupVersion]string
 	v2Fingerprint  string
+	// ownValues are the documents given to v3, by path.
+	ownValues map[string]cached.Value[*spec3.OpenAPI]
 }
 
 // New returns a publisher of the documents of the built-in resources
@@ -51,28 +72,60 @@ type Publisher struct {
 // asked for. Call Sync with every registry Index (reg.Subscribe(p.Sync))
 // to publish CRDs.
 func New(builtins []*resource.Resource) *Publisher {
+	set := sharedBuiltinSet(builtinDocuments(builtins))
 	p := &Publisher{
+		shared:         set.v3,
 		v3:             handler3.NewOpenAPIService(),
-		builtinV3:      map[string]cached.Value[*spec3.OpenAPI]{},
+		builtinV3:      set.docs,
+		builtinV2:      set.v2,
 		crds:           map[string]*crdDocs{},
 		v3Fingerprints: map[schema.GroupVersion]string{},
 		v2Fingerprint:  fingerprint(nil, nil),
+		ownValues:      map[string]cached.Value[*spec3.OpenAPI]{},
 	}
-	docs := builtinDocuments(builtins)
-	for _, d := range docs {
-		p.builtinV3[d.path] = cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
-			doc, err := buildBuiltinV3(d)
-			return doc, "builtin", err
-		}))
-		p.v3.UpdateGroupVersionLazy(d.path, p.builtinV3[d.path])
-	}
-	p.builtinV2 = cached.Once(cached.Func(func() (*spec.Swagger, string, error) {
-		doc, err := buildBuiltinV2(docs)
-		return doc, "builtin", err
-	}))
+	p.ownPaths.Store(&map[string]bool{})
 	p.v2 = handler.NewOpenAPIServiceLazy(p.builtinV2)
 	p.v2.RegisterOpenAPIVersionedService("/openapi/v2", captureHandler(func(h http.Handler) { p.v2Handler = h }))
 	return p
+}
+
+// builtinSet is what every server of a process with the same built-in
+// documents shares: the documents, built when first asked for, and a v3
+// service that serves them, which keeps their JSON, protobuf and hashes
+// (the v3 service holds those per document; made per server, they were
+// most of a test server's start-up CPU, as the mutating admission policy
+// plugin reads /openapi/v3 at once, and megabytes of its heap).
+type builtinSet struct {
+	v3   *handler3.OpenAPIService
+	docs map[string]cached.Value[*spec3.OpenAPI]
+	v2   cached.Value[*spec.Swagger]
+}
+
+// builtinSets are the builtinSets of the process by their documents' keys.
+var builtinSets sync.Map // string → *builtinSet
+
+func sharedBuiltinSet(docs []builtinDocument) *builtinSet {
+	var key strings.Builder
+	for _, d := range docs {
+		key.WriteString(d.path + "\x00" + d.key + "\x00")
+	}
+	if set, ok := builtinSets.Load(key.String()); ok {
+		return set.(*builtinSet)
+	}
+	set := &builtinSet{v3: handler3.NewOpenAPIService(), docs: map[string]cached.Value[*spec3.OpenAPI]{}}
+	for _, d := range docs {
+		set.docs[d.path] = cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
+			doc, err := buildBuiltinV3(d)
+			return doc, "builtin", err
+		}))
+		set.v3.UpdateGroupVersionLazy(d.path, set.docs[d.path])
+	}
+	set.v2 = cached.Once(cached.Func(func() (*spec.Swagger, string, error) {
+		doc, err := buildBuiltinV2(docs)
+		return doc, "builtin", err
+	}))
+	actual, _ := builtinSets.LoadOrStore(key.String(), set)
+	return actual.(*builtinSet)
 }
 
 // Sync takes a new registry Index. It only records it, so it is safe to
@@ -89,12 +142,16 @@ func (p *Publisher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/openapi/v2":
 		p.v2Handler.ServeHTTP(w, r)
 	case path == "/openapi/v3":
-		p.v3.HandleDiscovery(w, r)
+		p.serveV3Root(w, r)
 	case strings.HasPrefix(path, "/openapi/v3/"):
 		// The v3 service writes nothing for a document it does not have;
 		// kube-apiserver answers 404.
 		tw := &trackingWriter{ResponseWriter: w}
-		p.v3.HandleGroupVersion(tw, r)
+		if (*p.ownPaths.Load())[strings.TrimPrefix(path, "/openapi/v3/")] {
+			p.v3.HandleGroupVersion(tw, r)
+		} else {
+			p.shared.HandleGroupVersion(tw, r)
+		}
 		if !tw.wrote {
 			w.WriteHeader(http.StatusNotFound)
 		}
@@ -167,19 +224,21 @@ func (p *Publisher) applyV3(docs map[string]*crdDocs, names []string) {
 		for _, name := range in {
 			values = append(values, docs[name].v3[gv.Version])
 		}
-		p.v3.UpdateGroupVersionLazy(v3Path(gv), mergeV3(fp, values))
+		p.ownValues[v3Path(gv)] = mergeV3(fp, values)
+		p.v3.UpdateGroupVersionLazy(v3Path(gv), p.ownValues[v3Path(gv)])
 	}
 	for gv := range p.v3Fingerprints {
-		if _, ok := fingerprints[gv]; ok {
-			continue
-		}
-		if builtin := p.builtinV3[v3Path(gv)]; builtin != nil {
-			p.v3.UpdateGroupVersionLazy(v3Path(gv), builtin)
-		} else {
-			p.v3.DeleteGroupVersion(v3Path(gv))
+		if _, ok := fingerprints[gv]; !ok {
+			p.v3.DeleteGroupVersion(v3Path(gv)) // the shared built-in one, if any, is served again
+			delete(p.ownValues, v3Path(gv))
 		}
 	}
 	p.v3Fingerprints = fingerprints
+	own := make(map[string]bool, len(fingerprints))
+	for gv := range fingerprints {
+		own[v3Path(gv)] = true
+	}
+	p.ownPaths.Store(&own)
 }
 
 func (p *Publisher) applyV2(docs map[string]*crdDocs, names []string) {
@@ -220,4 +279,96 @@ func (t *trackingWriter) WriteHeader(code int) {
 func (t *trackingWriter) Write(b []byte) (int, error) {
 	t.wrote = true
 	return t.ResponseWriter.Write(b)
+}
+
+// v3Root is an /openapi/v3 answer: the built-in documents' paths and this
+// server's, with the answers (ETags) of the two services it was made from.
+type v3Root struct {
+	sharedTag, ownTag string
+	body              []byte
+	etag              string
+	modified          time.Time
+}
+
+// serveV3Root answers /openapi/v3 as the v3 service does: the paths of
+// the built-in documents (from the shared service) and of this server's
+// CRD documents (from its own, which win for a path in both), each with
+// the hash of its document.
+func (p *Publisher) serveV3Root(w http.ResponseWriter, r *http.Request) {
+	root, err := p.v3RootNow()
+	if err != nil {
+		slog.Error("openapi: serving /openapi/v3", "err", err)
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Etag", strconv.Quote(root.etag))
+	w.Header().Set("Content-Type", "application/json")
+	http.ServeContent(w, r, "/openapi/v3", root.modified, bytes.NewReader(root.body))
+}
+
+func (p *Publisher) v3RootNow() (*v3Root, error) {
+	shared, sharedTag, err := discoveryOf(p.shared)
+	if err != nil {
+		return nil, err
+	}
+	own, ownTag, err := discoveryOf(p.v3)
+	if err != nil {
+		return nil, err
+	}
+	p.rootMu.Lock()
+	defer p.rootMu.Unlock()
+	if p.root != nil && p.root.sharedTag == sharedTag && p.root.ownTag == ownTag {
+		return p.root, nil
+	}
+	var merged, mine handler3.OpenAPIV3Discovery
+	if err := json.Unmarshal(shared, &merged); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(own, &mine); err != nil {
+		return nil, err
+	}
+	if merged.Paths == nil {
+		merged.Paths = map[string]handler3.OpenAPIV3DiscoveryGroupVersion{}
+	}
+	maps.Copy(merged.Paths, mine.Paths)
+	body, err := json.Marshal(merged)
+	if err != nil {
+		return nil, err
+	}
+	p.root = &v3Root{sharedTag: sharedTag, ownTag: ownTag, body: body, etag: fmt.Sprintf("%X", sha512.Sum512(body)), modified: time.Now()}
+	return p.root, nil
+}
+
+// discoveryOf is a v3 service's /openapi/v3 answer and its ETag.
+func discoveryOf(s *handler3.OpenAPIService) ([]byte, string, error) {
+	rec := &bufferWriter{header: http.Header{}}
+	s.HandleDiscovery(rec, &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/openapi/v3"}, Header: http.Header{}})
+	if rec.code != 0 && rec.code != http.StatusOK {
+		return nil, "", fmt.Errorf("the OpenAPI v3 service answered %d", rec.code)
+	}
+	etag, err := strconv.Unquote(rec.header.Get("Etag"))
+	if err != nil {
+		return nil, "", fmt.Errorf("the OpenAPI v3 service's ETag %q: %w", rec.header.Get("Etag"), err)
+	}
+	return rec.body.Bytes(), etag, nil
+}
+
+// bufferWriter is an http.ResponseWriter that keeps the answer.
+type bufferWriter struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (b *bufferWriter) Header() http.Header { return b.header }
+
+func (b *bufferWriter) WriteHeader(code int) {
+	if b.code == 0 {
+		b.code = code
+	}
+}
+
+func (b *bufferWriter) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	return b.body.Write(p)
 }
