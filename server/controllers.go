@@ -47,16 +47,16 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 		return nil, err
 	}
 	// What every replica does (kube-apiserver does it on each): the system
-	// namespaces and the default RBAC policy.
-	if err := namespace.New(s.registry, s.builtin.Namespaces, dyn, s.log).EnsureSystemNamespaces(ctx); err != nil {
-		return nil, err
-	}
+	// namespaces and the default RBAC policy, written at the same time.
 	c := &controllers{}
 	c.running.Add(1)
 	go func() {
 		defer c.running.Done()
 		_ = clusterroles.Bootstrap(runCtx, dyn, s.log)
 	}()
+	if err := namespace.New(s.registry, s.builtin.Namespaces, dyn, s.log).EnsureSystemNamespaces(ctx); err != nil {
+		return nil, err
+	}
 	// What one replica does (kube-controller-manager's work): every
 	// controller, new ones each term.
 	c.leader = controller.NewLeader(s.cfg.LeaderElection.internal(), coordination, func() []controller.Controller {

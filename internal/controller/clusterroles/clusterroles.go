@@ -9,6 +9,7 @@ package clusterroles
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"sort"
 	"sync"
@@ -108,25 +109,41 @@ func Bootstrap(ctx context.Context, dyn dynamic.Interface, log *slog.Logger) err
 }
 
 func bootstrap(ctx context.Context, dyn dynamic.Interface) error {
+	// Every role and binding at once: concurrent writes share etcd's
+	// commits and disk syncs, so a new server's defaults (some 70 writes)
+	// are in place in a few of them rather than one after the other.
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	do := func(f func() error) {
+		wg.Go(func() {
+			if err := f(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
 	roles := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
 	for _, want := range rbac.DefaultClusterRoles() {
-		want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindClusterRole}
-		have := &rbacv1.ClusterRole{}
-		err := reconcile(ctx, roles, want.Name, &want, have, func() (any, bool) { return rbac.ReconcileClusterRole(have, want) })
-		if err != nil {
-			return err
-		}
+		do(func() error {
+			want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindClusterRole}
+			have := &rbacv1.ClusterRole{}
+			return reconcile(ctx, roles, want.Name, &want, have, func() (any, bool) { return rbac.ReconcileClusterRole(have, want) })
+		})
 	}
 	bindings := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"))
 	for _, want := range rbac.DefaultClusterRoleBindings() {
-		want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindClusterRoleBinding}
-		have := &rbacv1.ClusterRoleBinding{}
-		err := reconcile(ctx, bindings, want.Name, &want, have, func() (any, bool) { return rbac.ReconcileClusterRoleBinding(have, want) })
-		if err != nil {
-			return err
-		}
+		do(func() error {
+			want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindClusterRoleBinding}
+			have := &rbacv1.ClusterRoleBinding{}
+			return reconcile(ctx, bindings, want.Name, &want, have, func() (any, bool) { return rbac.ReconcileClusterRoleBinding(have, want) })
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // reconcile creates want if name does not exist; otherwise it reads it into

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,18 +48,24 @@ func (c *Controller) Name() string { return "namespace" }
 // kube-node-lease where they are missing.
 func (c *Controller) EnsureSystemNamespaces(ctx context.Context) error {
 	nsr := c.dynamic.Resource(namespacesGVR)
-	for _, name := range core.SystemNamespaces {
+	// All at once: concurrent creates share etcd's commits and disk syncs.
+	var wg sync.WaitGroup
+	errs := make([]error, len(core.SystemNamespaces))
+	for i, name := range core.SystemNamespaces {
 		if it, _ := c.namespaces.Cache.Get(c.namespaces.Key("", name)); it != nil {
 			continue
 		}
-		obj := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
-		}}
-		if _, err := nsr.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", name, err)
-		}
+		wg.Go(func() {
+			obj := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
+			}}
+			if _, err := nsr.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				errs[i] = fmt.Errorf("create namespace %s: %w", name, err)
+			}
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Run implements controller.Controller.
