@@ -43,6 +43,7 @@ func (s *Server) newAdmission(cfg *rest.Config, authz auth.Chain) (*admissionCon
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
 	a, err := admission.New(admission.Options{
 		Client:           client,
+		OpenAPI:          s.openapi.Client(),
 		Dynamic:          dyn,
 		RESTMapper:       mapper,
 		Authorizer:       authz,

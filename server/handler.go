@@ -42,6 +42,7 @@ func (s *Server) buildHandler() http.Handler {
 func (s *Server) router(metrics *filters.Metrics) http.Handler {
 	disc := &discovery.Handler{Registry: s.registry, Version: Version()}
 	oapi := openapi.New(s.builtin.All)
+	s.openapi = oapi
 	s.registry.Subscribe(oapi.Sync)
 	s.engine = &resource.Handler{
 		Store:             s.store,

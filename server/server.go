@@ -28,6 +28,7 @@ import (
 	"github.com/crdserver/crdserver/internal/evolution"
 	"github.com/crdserver/crdserver/internal/filters"
 	"github.com/crdserver/crdserver/internal/loopback"
+	"github.com/crdserver/crdserver/internal/openapi"
 	"github.com/crdserver/crdserver/internal/registry"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/serviceaccount"
@@ -51,6 +52,7 @@ type Server struct {
 
 	handler  http.Handler
 	engine   *resource.Handler
+	openapi  *openapi.Publisher
 	metrics  *filters.Metrics
 	adm      *admissionControl
 	http     *http.Server
@@ -87,6 +89,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}()
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	go resource.WarmBuiltinTypes()
 
 	s.store, err = store.Open(ctx, store.OpenOptions{
 		Dir:      filepath.Join(cfg.DataDir, "etcd"),

@@ -25,9 +25,11 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -55,6 +57,11 @@ type Options struct {
 	// A service not listed is dialled at <name>.<namespace>.svc:<port>,
 	// as Kubernetes' default resolver does.
 	ServiceAddresses map[string]string
+	// OpenAPI, when set, is how the mutating policies' type converters
+	// and the type checker read the server's OpenAPI v3 documents instead
+	// of Client's /openapi/v3 (an in-process client that builds a
+	// document only when it is read).
+	OpenAPI openapi.Client
 	// SchemaResolver resolves the schema of a kind for the type checking
 	// of policies (RunTypeChecker). Default: the server's /openapi/v3,
 	// through Client (resolver.ClientDiscoveryResolver), which covers
@@ -154,6 +161,9 @@ func New(o Options) (*Admission, error) {
 	}
 	if o.APIServerID == "" {
 		o.APIServerID = "crdserver"
+	}
+	if o.OpenAPI != nil {
+		o.Client = clientWithOpenAPI{Interface: o.Client, openapi: o.OpenAPI}
 	}
 	a := &Admission{o: o, log: o.Log, resolver: o.SchemaResolver, started: make(chan struct{})}
 	if a.log == nil {
@@ -329,4 +339,26 @@ func (u unconditional) ConditionsAwareAuthorize(ctx context.Context, attrs autho
 
 func (unconditional) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
 	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
+
+// clientWithOpenAPI is a clientset whose discovery client reads OpenAPI v3
+// documents through another client.
+type clientWithOpenAPI struct {
+	kubernetes.Interface
+	openapi openapi.Client
+}
+
+func (c clientWithOpenAPI) Discovery() discovery.DiscoveryInterfaces {
+	return discoveryWithOpenAPI{DiscoveryInterfaces: c.Interface.Discovery(), openapi: c.openapi}
+}
+
+type discoveryWithOpenAPI struct {
+	discovery.DiscoveryInterfaces
+	openapi openapi.Client
+}
+
+func (d discoveryWithOpenAPI) OpenAPIV3() openapi.Client { return d.openapi }
+
+func (d discoveryWithOpenAPI) OpenAPIV3WithContext(context.Context) openapi.ClientWithContext {
+	return openapi.ToClientWithContext(d.openapi)
 }

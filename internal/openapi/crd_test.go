@@ -190,3 +190,51 @@ func TestSharedBuiltinsAnswerAsOneService(t *testing.T) {
 		t.Errorf("apis/coordination.k8s.io/v1 still has the CronTabs")
 	}
 }
+
+// The in-process client lists the same paths as /openapi/v3 without
+// building a document, changes a path's URL when its document changes,
+// and serves the documents as GET does.
+func TestClient(t *testing.T) {
+	builds := countBuilds(t)
+	p := New(builtins(t))
+	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{cronTab(t, "", "1")}))
+	c := p.Client()
+	paths, err := c.Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := builds.Load(); n != 0 {
+		t.Errorf("Paths built %d CRD documents", n)
+	}
+	urls := root(t, p)
+	if len(paths) != len(urls) {
+		t.Errorf("the client lists %d paths, /openapi/v3 %d", len(paths), len(urls))
+	}
+	for path := range urls {
+		if paths[path] == nil {
+			t.Errorf("the client does not list %s", path)
+		}
+	}
+	for _, path := range []string{"api/v1", "apis/stable.example.com/v1"} {
+		got, err := paths[path].Schema("application/json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := get(t, p, "/openapi/v3/"+path, "application/json"); !bytes.Equal(got, want.Body.Bytes()) {
+			t.Errorf("%s: the client's document differs from GET's", path)
+		}
+	}
+	before := paths["apis/stable.example.com/v1"].ServerRelativeURL()
+	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{cronTab(t, "", "2")}))
+	again, _ := c.Paths()
+	if again["apis/stable.example.com/v1"].ServerRelativeURL() == before {
+		t.Error("a changed CRD's path kept its URL")
+	}
+	if again["api/v1"].ServerRelativeURL() != paths["api/v1"].ServerRelativeURL() {
+		t.Error("an unchanged path's URL changed")
+	}
+	gone := groupVersion{p: p, path: "apis/nothing.example.com/v1"}
+	if _, err := gone.Schema("application/json"); err == nil {
+		t.Error("a path without a document gave a schema")
+	}
+}
