@@ -475,3 +475,116 @@ func selfSigned(name string, dnsNames ...string) (tls.Certificate, []byte, error
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	return cert, certPEM, err
 }
+
+// The webhook's answers survive a CRD edit that leaves spec.conversion
+// alone, and a flip to None and back: the cached objects remember what the
+// webhook answered for what it was sent, so the first list after the edit
+// sends it only the object written since (issue 15).
+func TestWebhookAnswersSurviveCRDEdits(t *testing.T) {
+	ws := startWebhook(t, crontab.NewScheme())
+	e := start(t)
+	cc := apiextensionsv1.WebhookClientConfig{URL: ptr(ws.url + "/convert"), CABundle: ws.caPEM}
+	e.createCRD(conversionCRD("v1beta1", cc))
+	beta := e.dyn.Resource(exV1beta).Namespace("default")
+	v1 := e.dyn.Resource(exV1).Namespace("default")
+	for i := 0; i < 6; i++ {
+		if _, err := beta.Create(e.ctx, betaCronTab(fmt.Sprintf("c%d", i), fmt.Sprintf("host%d:%d", i, 1000+i)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listV1 := func(want int) []unstructured.Unstructured {
+		t.Helper()
+		l, err := v1.List(e.ctx, metav1.ListOptions{})
+		if err != nil || len(l.Items) != want {
+			t.Fatalf("list in v1: %v, %d items", err, len(l.Items))
+		}
+		return l.Items
+	}
+	listV1(6)
+	if n := ws.objects.Load(); n != 6 {
+		t.Fatalf("the first list sent %d objects to the webhook, want 6", n)
+	}
+	editCRD := func(edit func(*apiextensionsv1.CustomResourceDefinition)) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			crd, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, "crontabs.example.com", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			edit(crd)
+			_, err = e.ext.ApiextensionsV1().CustomResourceDefinitions().Update(e.ctx, crd, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A new field in the schema of v1beta1 (the storage version): a new
+	// generation, new schemas, and the stored objects are read again with
+	// them, which changes none of them.
+	editCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["note"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	})
+	// Served once an object keeps its note (the old schema prunes it).
+	probe := betaCronTab("probe", "p:1")
+	probe.Object["note"] = "kept"
+	err := wait.PollUntilContextTimeout(e.ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := beta.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && got.Object["note"] == "kept", nil
+	})
+	if err != nil {
+		t.Fatal("the edited schema is not served")
+	}
+	before := ws.objects.Load()
+	for i, it := range listV1(6) {
+		if it.Object["host"] != fmt.Sprintf("host%d", i) || it.Object["port"] != fmt.Sprint(1000+i) {
+			t.Errorf("after the edit: %v", it.Object)
+		}
+	}
+	if n := ws.objects.Load() - before; n != 0 {
+		t.Errorf("the first list after a schema edit sent %d objects to the webhook, want 0", n)
+	}
+
+	// None, then the same webhook again.
+	editCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	})
+	servedHost := func(want bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(e.ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := v1.Get(ctx, "c0", metav1.GetOptions{})
+			return err == nil && (got.Object["host"] != nil) == want, nil
+		})
+		if err != nil {
+			t.Fatalf("v1 objects with host %v are not served", want)
+		}
+	}
+	servedHost(false)
+	before = ws.objects.Load()
+	editCRD(func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Spec.Conversion = conversionCRD("v1beta1", cc).Spec.Conversion
+	})
+	servedHost(true)
+	listV1(6)
+	if n := ws.objects.Load() - before; n != 0 {
+		t.Errorf("going back to the same webhook sent it %d objects, want 0", n)
+	}
+
+	// An object that changed is sent again.
+	c3, err := beta.Get(e.ctx, "c3", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c3.Object["hostPort"] = "moved:7"
+	if _, err := beta.Update(e.ctx, c3, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before = ws.objects.Load()
+	if got, err := v1.Get(e.ctx, "c3", metav1.GetOptions{}); err != nil || got.Object["host"] != "moved" || got.Object["port"] != "7" {
+		t.Fatalf("changed object: %v %v", err, got)
+	}
+	if n := ws.objects.Load() - before; n != 1 {
+		t.Errorf("the changed object was sent %d times, want 1", n)
+	}
+}

@@ -167,5 +167,13 @@ func ForCRD(crd *apiextensionsv1.CustomResourceDefinition, schemas map[string]*s
 	if err != nil {
 		inner = Failing{Err: err}
 	}
-	return &WithSchemas{Inner: inner, Schemas: schemas, SchemaRev: schemaRev, StorageVersion: storageAPIVersion(crd)}, err
+	return WithStrategy(crd, inner, schemas, schemaRev), err
+}
+
+// WithStrategy is ForCRD with the strategy's converter given: one made
+// before for the same spec.conversion, group and kind (Strategy) survives
+// a change of the CRD's schemas, and so do the answers it gave, which the
+// cached objects remember (see Items).
+func WithStrategy(crd *apiextensionsv1.CustomResourceDefinition, inner Converter, schemas map[string]*schema.Version, schemaRev int64) Converter {
+	return &WithSchemas{Inner: inner, Schemas: schemas, SchemaRev: schemaRev, StorageVersion: storageAPIVersion(crd)}
 }

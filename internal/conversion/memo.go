@@ -3,19 +3,32 @@ package conversion
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 
 	"github.com/crdserver/crdserver/internal/store"
 )
 
-// maxRemembered is how many versions a cached object remembers.
-const maxRemembered = 4
+// maxRemembered is how many conversions by a CRD's converter a cached
+// object remembers, and maxRememberedIn how many answers of a strategy's
+// converter: each CRD edit makes a new CRD converter, whose entries push
+// the older ones out, while the strategy's answers outlive the edits.
+const (
+	maxRemembered   = 4
+	maxRememberedIn = 2
+)
 
 // remembered is a cached object converted by one converter to one version;
 // an item's memo holds a short list of them, newest first, so that readers
-// of different versions do not undo each other's work.
+// of different versions do not undo each other's work. A CRD's converter
+// (WithSchemas) remembers its whole work under itself, and what its
+// strategy's converter (a webhook) answered under that one, with the hash
+// of what it was sent (in): a new WithSchemas (the CRD's schemas changed)
+// sends the webhook what it sent before for an object that did not
+// change, and takes the answer from the memo instead.
 type remembered struct {
 	conv Converter
 	to   string
+	in   [sha256.Size]byte
 	// raw is the converted object; nil when the conversion left the stored
 	// encoding as it was.
 	raw  []byte
@@ -23,13 +36,17 @@ type remembered struct {
 }
 
 func lookup(it *store.Item, conv Converter, to string) (*remembered, bool) {
+	return lookupIn(it, conv, to, [sha256.Size]byte{})
+}
+
+func lookupIn(it *store.Item, conv Converter, to string, in [sha256.Size]byte) (*remembered, bool) {
 	m := it.Memo()
 	if m == nil {
 		return nil, false
 	}
 	head, _ := m.Load().(*remembered)
 	for r := head; r != nil; r = r.next {
-		if r.conv == conv && r.to == to {
+		if r.conv == conv && r.to == to && r.in == in {
 			return r, true
 		}
 	}
@@ -37,20 +54,40 @@ func lookup(it *store.Item, conv Converter, to string) (*remembered, bool) {
 }
 
 func remember(it *store.Item, conv Converter, to string, raw []byte) {
+	rememberIn(it, conv, to, [sha256.Size]byte{}, raw)
+}
+
+func rememberIn(it *store.Item, conv Converter, to string, in [sha256.Size]byte, raw []byte) {
 	m := it.Memo()
 	if m == nil {
 		return
 	}
+	var zero [sha256.Size]byte
 	m.Update(func(old any) any {
-		head := &remembered{conv: conv, to: to, raw: raw}
-		tail, n := head, 1
-		for o, _ := old.(*remembered); o != nil && n < maxRemembered; o = o.next {
+		head := &remembered{conv: conv, to: to, in: in, raw: raw}
+		tail, outer, inner := head, 0, 0
+		if in == zero {
+			outer++
+		} else {
+			inner++
+		}
+		for o, _ := old.(*remembered); o != nil; o = o.next {
 			if o.conv == conv && o.to == to {
 				continue
 			}
-			tail.next = &remembered{conv: o.conv, to: o.to, raw: o.raw}
+			if o.in == zero {
+				if outer == maxRemembered {
+					continue
+				}
+				outer++
+			} else {
+				if inner == maxRememberedIn {
+					continue
+				}
+				inner++
+			}
+			tail.next = &remembered{conv: o.conv, to: o.to, in: o.in, raw: o.raw}
 			tail = tail.next
-			n++
 		}
 		return head
 	})
@@ -102,7 +139,11 @@ func Items(ctx context.Context, conv Converter, items []*store.Item, to string) 
 	var res Result
 	var err error
 	if ws != nil {
-		res, err = ws.convert(ctx, raws, needs, to)
+		pendingItems := make([]*store.Item, len(pending))
+		for j, i := range pending {
+			pendingItems[j] = items[i]
+		}
+		res, err = ws.convert(ctx, raws, pendingItems, needs, to)
 	} else {
 		res, err = conv.Convert(ctx, raws, to)
 	}

@@ -2,6 +2,7 @@ package conversion
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -151,7 +152,7 @@ func decodeObject(raw []byte) (map[string]any, error) {
 
 // Convert implements Converter.
 func (s *WithSchemas) Convert(ctx context.Context, objs [][]byte, to string) (Result, error) {
-	return s.convert(ctx, objs, nil, to)
+	return s.convert(ctx, objs, nil, nil, to)
 }
 
 // batch is one conversion in progress: the objects as they are, decoded
@@ -218,8 +219,11 @@ func (s *WithSchemas) normalize(b *batch, needs []need) error {
 }
 
 // convert normalizes objs as needs say (nil: as rawNeed says), converts
-// them to to, and prunes what was converted with the schema of to.
-func (s *WithSchemas) convert(ctx context.Context, objs [][]byte, needs []need, to string) (Result, error) {
+// them to to, and prunes what was converted with the schema of to. items,
+// when given, are the cached objects objs are: what Inner answered for
+// them is remembered in their memos, and not asked again for the same
+// object sent (see remembered).
+func (s *WithSchemas) convert(ctx context.Context, objs [][]byte, items []*store.Item, needs []need, to string) (Result, error) {
 	b := &batch{objs: objs, from: make([]string, len(objs)), maps: make([]map[string]any, len(objs)), dirty: make([]bool, len(objs))}
 	for i, o := range objs {
 		av, _, err := jsonraw.String(o, "apiVersion")
@@ -315,7 +319,7 @@ func (s *WithSchemas) convert(ctx context.Context, objs [][]byte, needs []need, 
 			res.Objects[i], res.Changed[i] = out, true
 		}
 	}
-	conv, err := s.Inner.Convert(ctx, in, to)
+	conv, err := s.innerConvert(ctx, in, items, to)
 	if err != nil {
 		return Result{}, err
 	}
@@ -335,6 +339,55 @@ func (s *WithSchemas) convert(ctx context.Context, objs [][]byte, needs []need, 
 			return Result{}, err
 		}
 		res.Objects[i], res.Changed[i] = out, true
+	}
+	return res, nil
+}
+
+// innerConvert converts in (the objects as Inner takes them) with Inner,
+// taking from the memos of items (when given) what Inner answered before
+// for the same object, and remembering the rest.
+func (s *WithSchemas) innerConvert(ctx context.Context, in [][]byte, items []*store.Item, to string) (Result, error) {
+	if items == nil {
+		return s.Inner.Convert(ctx, in, to)
+	}
+	res := Result{Objects: make([][]byte, len(in)), Changed: make([]bool, len(in))}
+	hashes := make([][sha256.Size]byte, len(in))
+	var pending []int
+	for i := range in {
+		if av, _, _ := jsonraw.String(in[i], "apiVersion"); av == to {
+			// Nothing to convert: not worth a memo.
+			res.Objects[i] = in[i]
+			continue
+		}
+		hashes[i] = sha256.Sum256(in[i])
+		if r, ok := lookupIn(items[i], s.Inner, to, hashes[i]); ok {
+			res.Objects[i] = in[i]
+			if r.raw != nil {
+				res.Objects[i], res.Changed[i] = r.raw, true
+			}
+			continue
+		}
+		pending = append(pending, i)
+	}
+	if len(pending) == 0 {
+		return res, nil
+	}
+	ask := make([][]byte, len(pending))
+	for j, i := range pending {
+		ask[j] = in[i]
+	}
+	got, err := s.Inner.Convert(ctx, ask, to)
+	if err != nil {
+		return Result{}, err
+	}
+	for j, i := range pending {
+		res.Objects[i] = got.Objects[j]
+		var raw []byte
+		if got.changedAt(j) {
+			res.Changed[i] = true
+			raw = got.Objects[j]
+		}
+		rememberIn(items[i], s.Inner, to, hashes[i], raw)
 	}
 	return res, nil
 }

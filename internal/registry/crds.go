@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -187,7 +188,9 @@ func (r *Registry) applyCRD(it *store.Item) {
 			if rules != nil {
 				conv, err = conversion.ForRules(crd, rules.spec, e.schemas, e.schemaRev)
 			} else {
-				conv, err = conversion.ForCRD(crd, e.schemas, e.schemaRev, r.opts.Conversion)
+				var inner conversion.Converter
+				inner, err = r.strategy(e, crd)
+				conv = conversion.WithStrategy(crd, inner, e.schemas, e.schemaRev)
 			}
 			if err != nil {
 				// Served without conversion between versions: reads in
@@ -206,6 +209,30 @@ func (r *Registry) applyCRD(it *store.Item) {
 		conversion.Close(old.Converter)
 	}
 	r.publish()
+}
+
+// strategy returns the converter of crd's conversion strategy: the one
+// made before for the same spec.conversion, group and kind if e has it,
+// else a new one (Failing, and the error, when it cannot be made).
+func (r *Registry) strategy(e *crdEntry, crd *apiextensionsv1.CustomResourceDefinition) (conversion.Converter, error) {
+	for i, s := range e.strategies {
+		if s.group == crd.Spec.Group && s.kind == crd.Spec.Names.Kind && apiequality.Semantic.DeepEqual(s.spec, crd.Spec.Conversion) {
+			e.strategies = append(append([]strategyEntry{s}, e.strategies[:i]...), e.strategies[i+1:]...)
+			return s.conv, nil
+		}
+	}
+	conv, err := conversion.Strategy(crd, r.opts.Conversion)
+	if err != nil {
+		return conversion.Failing{Err: err}, err
+	}
+	e.strategies = append([]strategyEntry{{spec: crd.Spec.Conversion.DeepCopy(), group: crd.Spec.Group, kind: crd.Spec.Names.Kind, conv: conv}}, e.strategies...)
+	if len(e.strategies) > maxStrategies {
+		for _, s := range e.strategies[maxStrategies:] {
+			conversion.Close(s.conv)
+		}
+		e.strategies = e.strategies[:maxStrategies]
+	}
+	return conv, nil
 }
 
 // builtinOverlap: a CRD may not take over a built-in resource.
@@ -231,6 +258,9 @@ func (r *Registry) removeCRD(name string) {
 		}
 		if e.res != nil {
 			conversion.Close(e.res.Converter)
+		}
+		for _, s := range e.strategies {
+			conversion.Close(s.conv)
 		}
 	}
 	r.publish()

@@ -129,6 +129,22 @@ type crdEntry struct {
 	// convRules is the rule set conv was built from (nil: the CRD's
 	// strategy).
 	convRules *ruleEntry
+	// strategies are the strategies' converters (a webhook client) made
+	// for this CRD, newest first: one is used again, with the answers
+	// its objects remember, when the schemas change but spec.conversion,
+	// group and kind do not, or when spec.conversion goes back to one of
+	// them.
+	strategies []strategyEntry
+}
+
+// maxStrategies is how many strategy converters a CRD keeps.
+const maxStrategies = 3
+
+// strategyEntry is a strategy converter and what it was made from.
+type strategyEntry struct {
+	spec        *apiextensionsv1.CustomResourceConversion
+	group, kind string
+	conv        conversion.Converter
 }
 
 // ruleEntry is one stored ConversionRules.
