@@ -16,12 +16,21 @@
 #   4b'. declarative conversion on crdserver (fresh data dir; RULES=0 skips it): crdbench rules, the
 #      same CronTabs converted by ConversionRules, through the example webhook and by None, RULES_ROUNDS
 #      rounds of CONV_N objects per CRD in a fresh namespace, one cold GET of each then RULES_WARM warm;
+#   4b''. paths of the performance issue on crdserver (fresh data dir; PATHS=0 skips it, here and in
+#      step 5): crdbench paths, PATHS_ROUNDS rounds, each on CRDs of its own (deleted again): PATHS_N
+#      creates of 1-KiB bodies (the first 5,000 with 16 workers measured) and the RSS after them,
+#      1,000 sequential GETs, full lists with gzip, walks by pages of 500, watch fan-out to
+#      PATHS_WATCHERS (200,1000) watchers, the first list through the example conversion webhook after
+#      a CRD edit and after a flip None -> Webhook, deleting the CRD of PATHS_N objects, and the first
+#      create after Established;
 #   4c. in-process benchmarks (GOBENCH=0 skips them): from the repo root,
 #      go test -run '^$' -bench . -benchmem -count GOBENCH_COUNT -benchtime GOBENCH_TIME ./integration ./internal/schema ./internal/conversion ./internal/filters ./crdtest
 #      with its output (server log lines removed) in bench/results/gobench.txt;
 #   5. load on the shared reference (./start-reference.sh; stopped again only if this script
 #      started it; the CRD is deleted again only if this script created it), then the same
-#      webhook conversion run on it (its two CRDs are deleted again afterwards);
+#      webhook conversion run on it (its two CRDs are deleted again afterwards), then the same
+#      paths run on it (PATHS=0 skips it; crdbench deletes the CRDs it created, all labelled
+#      crdbench-paths-run=<run id>, and run.sh deletes them by that label if interrupted);
 #   5b. core types (CORE=0 skips it): crdbench core on a fresh crdserver, then on the full
 #      Kubernetes reference (kube-apiserver + etcd + kube-controller-manager, ./start-kube.sh;
 #      started only if it is not running, and then stopped again right after): CORE_N sequential
@@ -44,7 +53,8 @@
 # CORE (1; 0 skips the core types phase), CORE_N (N), LEASES (1000), LEASE_PERIOD (2s),
 # LEASE_DURATION (30s), CORE_IDLE (5s: the servers' idle CPU, measured just before the renewals),
 # CORE_SETTLE (5: seconds between a server's start and the core run; a running kube reference gets none),
-# ADMISSION (1; 0 skips the admission phase), ADMISSION_N (2000), ADMISSION_ROUNDS (3).
+# ADMISSION (1; 0 skips the admission phase), ADMISSION_N (2000), ADMISSION_ROUNDS (3),
+# PATHS (1; 0 skips the paths phase), PATHS_ROUNDS (3), PATHS_N (10000), PATHS_WATCHERS (200,1000).
 set -uo pipefail
 set +m
 
@@ -78,6 +88,12 @@ CORE_SETTLE="${CORE_SETTLE:-5}"
 ADMISSION="${ADMISSION:-1}"
 ADMISSION_N="${ADMISSION_N:-2000}"
 ADMISSION_ROUNDS="${ADMISSION_ROUNDS:-3}"
+PATHS="${PATHS:-1}"
+PATHS_ROUNDS="${PATHS_ROUNDS:-3}"
+PATHS_N="${PATHS_N:-10000}"
+PATHS_WATCHERS="${PATHS_WATCHERS:-200,1000}"
+# The label of the CRDs the paths run creates on the reference (at most 20 lower-case letters and digits).
+PATHS_RUN_ID="rs$(date +%s)$$"
 KPKI="$REF/pki-kube"
 CONV_CRDS=(crontabs.example.com crontabs.none.example.com)
 CRD_FILE="$REF/examples/widget-crd.yaml"
@@ -126,6 +142,7 @@ OUR_PIDS=()
 REF_STARTED=0
 REF_CRD_CREATED=0
 REF_CONV_RUNNING=0
+REF_PATHS_RUNNING=0
 KUBE_STARTED=0
 KUBE_CORE_RUNNING=0
 KUBE_CORE_NS=""
@@ -148,6 +165,12 @@ cleanup() {
     # Interrupted during the reference's conversion run: its CRDs did not exist before it.
     "$REF/bin/kubectl" --kubeconfig "$REF/reference.kubeconfig" --cache-dir "$WORK/kubectl-cache-reference" \
       delete crd "${CONV_CRDS[@]}" --ignore-not-found --timeout=300s >&2 || log "could not delete ${CONV_CRDS[*]} from the reference"
+  fi
+  if [[ $REF_PATHS_RUNNING == 1 && $REF_STARTED == 0 ]]; then
+    # Interrupted during the reference's paths run (crdbench deletes its CRDs itself when
+    # signalled; this is for a crdbench that could not): all of them carry the run's label.
+    "$REF/bin/kubectl" --kubeconfig "$REF/reference.kubeconfig" --cache-dir "$WORK/kubectl-cache-reference" \
+      delete crd -l "crdbench-paths-run=$PATHS_RUN_ID" --ignore-not-found --timeout=300s >&2 || log "could not delete the paths CRDs (label crdbench-paths-run=$PATHS_RUN_ID) from the reference"
   fi
   if [[ $REF_STARTED == 1 ]]; then
     "$REF/stop-reference.sh" >&2 || true
@@ -230,6 +253,7 @@ echo "# WORK=$WORK: a temporary folder, removed at the end" >"$OUT/commands.txt"
   echo "           GOBENCH=$GOBENCH GOBENCH_COUNT=$GOBENCH_COUNT GOBENCH_TIME=$GOBENCH_TIME"
   echo "           CORE=$CORE CORE_N=$CORE_N LEASES=$LEASES LEASE_PERIOD=$LEASE_PERIOD LEASE_DURATION=$LEASE_DURATION CORE_IDLE=$CORE_IDLE CORE_SETTLE=$CORE_SETTLE"
   echo "           ADMISSION=$ADMISSION ADMISSION_N=$ADMISSION_N ADMISSION_ROUNDS=$ADMISSION_ROUNDS"
+  echo "           PATHS=$PATHS PATHS_ROUNDS=$PATHS_ROUNDS PATHS_N=$PATHS_N PATHS_WATCHERS=$PATHS_WATCHERS"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 
@@ -401,6 +425,39 @@ if [[ $RULES != 0 ]]; then
   fi
 fi
 
+# 4b''. Paths of the performance issue on crdserver.
+PATHS_ARGS=(-n "$PATHS_N" -rounds "$PATHS_ROUNDS" -watchers "$PATHS_WATCHERS")
+if [[ $PATHS != 0 ]]; then
+  echo "# paths of the performance issue on crdserver (fresh data dir; the conversion webhook is served by crdbench itself)" >>"$OUT/commands.txt"
+  port=$("$CB" freeport)
+  CS_DATA="$WORK/crdserver-paths"
+  CS_URL="https://127.0.0.1:$port"
+  run_bg "$WORK/crdserver" --data-dir "$CS_DATA" --bind-address 127.0.0.1 --port "$port" </dev/null >"$OUT/crdserver-paths.log" 2>&1
+  CS_PID=$!
+  OUR_PIDS+=("$CS_PID")
+  if wait_ok "$CS_URL/readyz" 60 -k; then
+    run "$CB" paths -server "$CS_URL" -cacert "$CS_DATA/pki/ca.crt" -cert "$CS_DATA/pki/admin.crt" -key "$CS_DATA/pki/admin.key" \
+      -name crdserver "${PATHS_ARGS[@]}" -rss-pid "crdserver=$CS_PID" \
+      -json "$OUT/paths-crdserver.json" || log "crdserver paths had failures"
+    if grep -q "level=WARN\|level=ERROR" "$OUT/crdserver-paths.log"; then
+      extra "- crdserver log during the paths run (first warnings/errors; full log in \`bench/results/crdserver-paths.log\`):"
+      extra ""
+      extra '  ```'
+      grep "level=WARN\|level=ERROR" "$OUT/crdserver-paths.log" | head -n 3 | sed 's/^/  /' >>"$OUT/failures-extra.md"
+      extra "  ($(grep -c "level=WARN\|level=ERROR" "$OUT/crdserver-paths.log") warning/error lines in all)"
+      extra '  ```'
+    fi
+  else
+    log "crdserver (paths run) did not become ready"
+    extra "- crdserver (paths run) did not become ready within 60 s"
+  fi
+  stop_pid "$CS_PID"
+  rm -rf -- "$CS_DATA"
+  if [[ $(stat -c %s "$OUT/crdserver-paths.log") -gt 200000 ]]; then
+    { head -n 200 "$OUT/crdserver-paths.log"; echo "[... cut by run.sh ...]"; tail -n 200 "$OUT/crdserver-paths.log"; } >"$WORK/l" && mv "$WORK/l" "$OUT/crdserver-paths.log"
+  fi
+fi
+
 # 4c. In-process benchmarks (go test -bench), with none of our servers running.
 if [[ $GOBENCH != 0 ]]; then
   echo "# in-process benchmarks (go test -bench, from $ROOT); its output without server log lines goes to gobench.txt" >>"$OUT/commands.txt"
@@ -471,6 +528,18 @@ if REF_URL=$(run "$REF/start-reference.sh" 2>"$WORK/start-reference.err"); then
     else
       extra "- reference webhook conversion not run: ${CONV_CRDS[*]} already on the reference, or kubectl failed: $(echo "$existing" | tr '\n' ' ')"
     fi
+  fi
+  # The same paths run, on the reference. Its CRDs are of fresh groups of this run, labelled
+  # crdbench-paths-run=$PATHS_RUN_ID, and crontabs.example.com, which it leaves alone if it exists
+  # (then that row fails); crdbench deletes each again at the end of its round.
+  if [[ $PATHS != 0 ]]; then
+    echo "# paths of the performance issue on the shared reference" >>"$OUT/commands.txt"
+    REF_PATHS_RUNNING=1
+    run "$CB" paths -server "$REF_URL" -cacert "$REF/pki/ca.crt" -cert "$REF/pki/admin.crt" -key "$REF/pki/admin.key" \
+      -name reference "${PATHS_ARGS[@]}" -settle 2s -run-id "$PATHS_RUN_ID" \
+      -rss-pid "apiextensions-apiserver=$REF_API_PID" -rss-pid "etcd=$REF_ETCD_PID" \
+      -json "$OUT/paths-reference.json" || log "reference paths had failures"
+    REF_PATHS_RUNNING=0
   fi
 else
   cat "$WORK/start-reference.err" >&2
@@ -689,6 +758,17 @@ if [[ $ADMISSION != 0 ]]; then
   \`widgets.admission.crdbench.example.com\`; the policies, bindings and webhook configuration it creates are deleted
   at the end (on the kube reference also the namespace and the CRD). The webhook is served by crdbench on a free
   loopback port, so it shares the machine's $(nproc) cores with the server, as does crdbench's client.
+EOF
+fi
+if [[ $PATHS != 0 ]]; then
+  cat >>"$OUT/notes.md" <<EOF
+- **Paths of the performance issue** is \`crdbench paths\` (section "Paths of the performance issue", which says how
+  each row was measured), on another fresh crdserver and on the shared reference (${REF_URL:-https://127.0.0.1:16443},
+  which ${REF_STATE:-was not reached}): $PATHS_ROUNDS rounds of $PATHS_N objects each, watch fan-out to $PATHS_WATCHERS
+  watchers. Every CRD it creates carries the label \`crdbench-paths-run\` (\`$PATHS_RUN_ID\` on the reference) and is
+  deleted again at the end of its round; on the reference each CRD gets 2 s after Established before its objects
+  are created (but not in the first-create row, which measures exactly that wait). The conversion webhook is served
+  by crdbench, on the same $(nproc) cores, as are the watchers' decoding and the 16 creating workers.
 EOF
 fi
 [[ -s $WORK/notes-gobench.md ]] && cat "$WORK/notes-gobench.md" >>"$OUT/notes.md"

@@ -410,23 +410,12 @@ func runConvert(args []string) error {
 
 	// The webhook: the example's handler, served in this process over TLS
 	// on a loopback port, behind the counter.
-	cert, certPEM, err := selfSigned("crdbench-crontab-conversion")
+	hook, hookURL, certPEM, hsrv, err := serveCronTabWebhook()
 	if err != nil {
 		return err
 	}
-	hook := newWebhookCounter(crontab.NewScheme())
-	mux := http.NewServeMux()
-	mux.Handle("/convert", hook)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		ErrorLog:  log.New(io.Discard, "", 0)}
-	go func() { _ = hsrv.ServeTLS(ln, "", "") }()
 	defer hsrv.Close()
-	res.WebhookURL = "https://" + ln.Addr().String() + "/convert"
+	res.WebhookURL = hookURL
 	res.WebhookServing = "in crdbench's own process: the example's handler crontab.NewScheme() " +
 		"(examples/crontab-conversion/crontab) served with net/http over TLS (self-signed cert for 127.0.0.1, in caBundle), " +
 		"wrapped by a counter that reads each request body and counts request.objects in one pass without decoding " +
@@ -681,6 +670,30 @@ func printConvert(r *convertResult) {
 	if r.Error != "" {
 		fmt.Printf("ERROR: %s\n", r.Error)
 	}
+}
+
+// serveCronTabWebhook serves the example CronTab conversion webhook
+// (crontab.NewScheme()) behind a webhookCounter at /convert, on a free
+// loopback port over TLS (HTTP/2) with a self-signed certificate for
+// 127.0.0.1. It returns the counter, the webhook's URL, the PEM to give as
+// caBundle and the server, to Close when done.
+func serveCronTabWebhook() (*webhookCounter, string, []byte, *http.Server, error) {
+	cert, certPEM, err := selfSigned("crdbench-crontab-conversion")
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	hook := newWebhookCounter(crontab.NewScheme())
+	mux := http.NewServeMux()
+	mux.Handle("/convert", hook)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ErrorLog:  log.New(io.Discard, "", 0)}
+	go func() { _ = hsrv.ServeTLS(ln, "", "") }()
+	return hook, "https://" + ln.Addr().String() + "/convert", certPEM, hsrv, nil
 }
 
 // selfSigned makes a serving certificate for 127.0.0.1, ::1 and dnsNames

@@ -30,6 +30,13 @@
 //	    1 and 10 bound ValidatingAdmissionPolicies, and one validating
 //	    webhook that crdbench serves on loopback; the objects are deleted
 //	    after each, the admission objects at the end.
+//	crdbench paths    -server URL [TLS flags] -n 10000 -rounds 3 -json F
+//	    the rows of the performance issue not measured elsewhere, per round
+//	    on CRDs of its own (deleted again): sequential GETs, creates with 16
+//	    workers, a full list with gzip, paged walks, watch fan-out to 200 and
+//	    1,000 watchers, deleting a CRD of n objects, the first create after
+//	    Established, the first list through a conversion webhook after a CRD
+//	    edit and after a flip None -> Webhook, and RSS with n 1-KiB objects.
 //	crdbench start    -readyz URL [-rss-pid name=PID]... -json F -- CMD ARGS...
 //	    launches CMD, times launch -> /readyz "ok", waits -idle, reads VmRSS
 //	    of CMD (and of the other PIDs), then stops CMD.
@@ -74,6 +81,8 @@ func main() {
 		err = runCore(os.Args[2:])
 	case "admission":
 		err = runAdmission(os.Args[2:])
+	case "paths":
+		err = runPaths(os.Args[2:])
 	case "start":
 		err = runStart(os.Args[2:])
 	case "rss":
@@ -92,7 +101,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|admission|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|admission|paths|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
 	os.Exit(2)
 }
 

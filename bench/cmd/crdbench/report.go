@@ -294,6 +294,8 @@ func runReport(args []string) error {
 	coreFails := coreReport(*dir, p)
 	// Dynamic admission on creates (admission-*.json), if measured.
 	coreFails = append(coreFails, admissionReport(*dir, p)...)
+	// The paths of the performance issue (paths-*.json), if measured.
+	coreFails = append(coreFails, pathsReport(*dir, p)...)
 	// In-process benchmarks (gobench.txt), if run.
 	goTargets, goFails := goBenchReport(*dir, p)
 

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -131,23 +128,12 @@ func runRules(args []string) error {
 	base := strings.TrimRight(*server, "/")
 	res := &rulesResult{Server: base, N: *n, Rounds: *rounds, Warm: *warm, Concurrency: *conc}
 
-	cert, certPEM, err := selfSigned("crdbench-crontab-conversion")
+	hook, hookURL, certPEM, hsrv, err := serveCronTabWebhook()
 	if err != nil {
 		return err
 	}
-	hook := newWebhookCounter(crontab.NewScheme())
-	mux := http.NewServeMux()
-	mux.Handle("/convert", hook)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		ErrorLog:  log.New(io.Discard, "", 0)}
-	go func() { _ = hsrv.ServeTLS(ln, "", "") }()
 	defer hsrv.Close()
-	res.WebhookURL = "https://" + ln.Addr().String() + "/convert"
+	res.WebhookURL = hookURL
 
 	l := &loader{client: client, base: base}
 	finish := func(err error) error {

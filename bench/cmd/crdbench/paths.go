@@ -1,0 +1,1873 @@
+package main
+
+// crdbench paths: the rows of the performance issue that the other phases
+// do not measure, against one server, in rounds. Each round works on CRDs
+// of its own (fresh groups under paths.crdbench.example.com, labelled
+// crdbench-paths-run=<run id>), in the namespace -namespace, and deletes
+// them again before the next round:
+//
+//  9. RSS of the server's processes (-rss-pid) -rss-settle after creating
+//     -n objects of -body-bytes each (before the creates too);
+//  2. the first -creates of those creates, by -concurrency workers sharing
+//     one HTTP/2 connection, are measured;
+//  1. -gets sequential GETs of single objects;
+//  3. -lists full lists of the -n objects with Accept-Encoding: gzip, timed
+//     until the answer is read and decompressed;
+//  4. -walks walks of the same collection by pages of -page-limit
+//     (continue tokens);
+//  5. watch fan-out: for each count W of -watchers, W watches of the
+//     collection from a list's resourceVersion, -watchers-per-conn on each
+//     HTTP/2 connection, then -watch-updates merge patches of spec.seq,
+//     one every -watch-interval; for each watcher and each write, the delay
+//     from just before the write was sent to the event's arrival;
+//  7. the DELETE of the CRD holding the -n objects: until the CRD, and
+//     until its collection, answer 404;
+//  8. the first create after Established, on -fresh-crds fresh CRDs each;
+//  6. a CronTab CRD with Webhook conversion (the example webhook, served
+//     by crdbench), -n objects stored in v1beta1: a warm list as v1, then
+//     the first list as v1 after a CRD edit that does not touch conversion
+//     (a printer column added), and after a flip None → Webhook.
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
+)
+
+const (
+	pathsLabel  = "crdbench-paths-run"
+	pathsDomain = "paths.crdbench.example.com"
+	pathsPlural = "pathitems"
+)
+
+// gzipList is one GET of the whole collection with Accept-Encoding: gzip.
+type gzipList struct {
+	Ms        float64 `json:"ms"`
+	Status    int     `json:"status"`
+	Items     int     `json:"items"`
+	Bytes     int     `json:"bytes"`      // decompressed
+	WireBytes int     `json:"wire_bytes"` // the body as sent: compressed when Encoding is gzip
+	Encoding  string  `json:"content_encoding,omitempty"`
+}
+
+// pageWalk is one walk of the collection by pages (limit + continue).
+type pageWalk struct {
+	Ms        float64 `json:"ms"`          // first request sent → last page read and decoded
+	RequestMs float64 `json:"requests_ms"` // the pages' requests alone (sent → read and decompressed)
+	Pages     int     `json:"pages"`
+	Items     int     `json:"items"`
+	Bytes     int     `json:"bytes"`
+	WireBytes int     `json:"wire_bytes"`
+	MaxPageMs float64 `json:"slowest_page_ms"`
+	Encoding  string  `json:"content_encoding,omitempty"` // of the first page
+}
+
+// watchRun is one watch fan-out measurement.
+type watchRun struct {
+	Watchers    int            `json:"watchers"`
+	PerConn     int            `json:"watchers_per_connection"`
+	Conns       int            `json:"connections_dialled"`
+	Updates     int            `json:"updates"`
+	IntervalMs  float64        `json:"update_interval_ms"`
+	OpenMs      float64        `json:"open_ms"` // all W watches answered 200
+	WritesOK    int            `json:"writes_ok"`
+	WriteP50Ms  float64        `json:"write_p50_ms"`
+	WriteP99Ms  float64        `json:"write_p99_ms"`
+	Expected    int            `json:"deliveries_expected"`
+	Delivered   int            `json:"deliveries"`
+	Missed      int            `json:"missed"`
+	Duplicates  int            `json:"duplicates"`
+	Unexpected  int            `json:"unexpected_events"`
+	P50Ms       float64        `json:"p50_ms"`
+	P99Ms       float64        `json:"p99_ms"`
+	MaxMs       float64        `json:"max_ms"`
+	MeanMs      float64        `json:"mean_ms"`
+	SpanMs      float64        `json:"span_ms"` // first write sent → last delivery
+	WatchErrors int            `json:"watch_errors"`
+	Protocols   map[string]int `json:"protocols,omitempty"`
+	Encodings   map[string]int `json:"content_encodings,omitempty"`
+}
+
+// convListRun is one list of the CronTab collection as v1, with what the
+// webhook saw meanwhile: the first GET (no retry), and, if that was a 429,
+// the GETs after it as client-go retries them (after Retry-After) until a
+// 200.
+type convListRun struct {
+	Ms        float64      `json:"ms"`     // the first GET
+	Status    int          `json:"status"` // of the first GET
+	Message   string       `json:"message,omitempty"`
+	UntilOKMs float64      `json:"until_200_ms"` // first GET sent → a 200 read
+	Attempts  int          `json:"attempts"`
+	Items     int          `json:"items"`
+	Bytes     int          `json:"bytes"`
+	Webhook   webhookCount `json:"webhook"` // first GET sent → a 200 read
+}
+
+// convChange is a change of the CronTab CRD and the first list after it.
+type convChange struct {
+	PutMs      float64      `json:"put_ms"`
+	ObservedMs float64      `json:"observed_ms"` // PUT sent → GET of the CRD shows it, Established
+	Polls      int          `json:"polls"`
+	ServedMs   float64      `json:"served_ms"` // PUT sent → a GET of one object shows it
+	ServePolls int          `json:"serve_polls"`
+	ServeHooks webhookCount `json:"webhook_while_polling"`
+	List       *convListRun `json:"first_list,omitempty"`
+}
+
+// convPaths is row 6 of one round.
+type convPaths struct {
+	CRD      string       `json:"crd"`
+	Populate *phase       `json:"populate,omitempty"`
+	First    *convListRun `json:"first_list,omitempty"` // the first list after the creates (warms up)
+	Warm     *convListRun `json:"warm_list,omitempty"`  // the list after it: the steady state
+	Edit     *convChange  `json:"edit,omitempty"`       // a printer column added
+	ToNone   *convChange  `json:"to_none,omitempty"`    // Webhook → None
+	Flip     *convChange  `json:"flip,omitempty"`       // None → Webhook, as before
+}
+
+// crdDeletion is row 7 of one round.
+type crdDeletion struct {
+	Objects          int            `json:"objects"`
+	DeleteStatus     int            `json:"delete_status"`
+	DeleteMs         float64        `json:"delete_request_ms"`
+	GoneMs           float64        `json:"crd_gone_ms"`        // DELETE sent → GET of the CRD 404
+	CollectionGoneMs float64        `json:"collection_gone_ms"` // DELETE sent → GET of the collection 404
+	Polls            int            `json:"polls"`
+	CollStatuses     map[string]int `json:"collection_statuses"`
+}
+
+// firstCreate is one sample of row 8.
+type firstCreate struct {
+	CRD           string         `json:"crd"`
+	EstablishedMs float64        `json:"crd_post_to_established_ms"`
+	Ms            float64        `json:"established_to_201_ms"`
+	Attempts      int            `json:"attempts"`
+	Statuses      map[string]int `json:"statuses_before_201,omitempty"`
+}
+
+// pathsRound is everything of one round.
+type pathsRound struct {
+	Round          int               `json:"round"`
+	CRD            string            `json:"crd"`
+	EstablishedSec float64           `json:"established_seconds"`
+	Creates        *phase            `json:"creates,omitempty"`  // row 2
+	Populate       *phase            `json:"populate,omitempty"` // setup: the rest of the n objects
+	RSSBefore      []procMem         `json:"rss_before,omitempty"`
+	RSSBeforeMiB   float64           `json:"rss_before_mib,omitempty"`
+	RSS            []procMem         `json:"rss,omitempty"` // row 9
+	RSSMiB         float64           `json:"rss_mib,omitempty"`
+	Gets           *phase            `json:"gets,omitempty"` // row 1
+	Lists          []gzipList        `json:"gzip_lists,omitempty"`
+	ListMedianMs   float64           `json:"gzip_list_median_ms,omitempty"`
+	Walks          []pageWalk        `json:"page_walks,omitempty"`
+	WalkMedianMs   float64           `json:"page_walk_median_ms,omitempty"`
+	Watches        []watchRun        `json:"watches,omitempty"`
+	Delete         *crdDeletion      `json:"delete,omitempty"`
+	FirstCreates   []firstCreate     `json:"first_creates,omitempty"`
+	FirstCreateMs  float64           `json:"first_create_median_ms,omitempty"`
+	Conv           *convPaths        `json:"conversion,omitempty"`
+	Failed         map[string]string `json:"failed,omitempty"` // row → its first failure in this round
+	Load1          float64           `json:"load1_after"`
+	WallSec        float64           `json:"wall_seconds"`
+}
+
+type pathsResult struct {
+	Server          string       `json:"server"`
+	Name            string       `json:"name"`
+	Protocol        string       `json:"protocol"`
+	ClientCert      bool         `json:"client_cert"`
+	Date            string       `json:"date"`
+	RunID           string       `json:"run_id"`
+	Namespace       string       `json:"namespace"`
+	N               int          `json:"objects"`
+	Rounds          int          `json:"rounds"`
+	Creates         int          `json:"creates"`
+	Concurrency     int          `json:"concurrency"`
+	Gets            int          `json:"gets"`
+	Lists           int          `json:"lists_per_round"`
+	Walks           int          `json:"walks_per_round"`
+	PageLimit       int          `json:"page_limit"`
+	Watchers        []int        `json:"watchers"`
+	WatchersPerConn int          `json:"watchers_per_connection"`
+	WatchUpdates    int          `json:"watch_updates"`
+	WatchIntervalMs float64      `json:"watch_interval_ms"`
+	WatchWaitSec    float64      `json:"watch_wait_seconds"`
+	FreshCRDs       int          `json:"fresh_crds_per_round"`
+	BodyBytes       int          `json:"create_body_bytes"`
+	ConvBodyBytes   int          `json:"conversion_body_bytes"`
+	Conversion      bool         `json:"conversion"`
+	SettleSec       float64      `json:"settle_seconds"`
+	RSSSettleSec    float64      `json:"rss_settle_seconds"`
+	RSSProcs        []string     `json:"rss_processes,omitempty"`
+	WebhookURL      string       `json:"webhook_url,omitempty"`
+	LoadStart       string       `json:"loadavg_start"`
+	LoadEnd         string       `json:"loadavg_end"`
+	RoundsData      []pathsRound `json:"rounds_data"`
+	Cleanup         []string     `json:"cleanup,omitempty"`
+	Failures        []failure    `json:"failures,omitempty"`
+	Error           string       `json:"error,omitempty"`
+}
+
+// deliveryBook is the watch fan-out's bookkeeping: when each write was
+// sent, and when each watcher got each write's event. Each watcher records
+// into its own row only (arrive is called by that watcher's goroutine), the
+// writer into sent and ok; summary is called once all of them stopped.
+type deliveryBook struct {
+	sent    []time.Time
+	ok      []bool
+	arrived [][]time.Time
+	got     []int // per watcher: first deliveries
+	dups    []int
+	unexp   []int
+	total   atomic.Int64 // first deliveries, all watchers
+}
+
+func newDeliveryBook(watchers, writes int) *deliveryBook {
+	b := &deliveryBook{sent: make([]time.Time, writes), ok: make([]bool, writes), arrived: make([][]time.Time, watchers),
+		got: make([]int, watchers), dups: make([]int, watchers), unexp: make([]int, watchers)}
+	for w := range b.arrived {
+		b.arrived[w] = make([]time.Time, writes)
+	}
+	return b
+}
+
+// wrote records write k: sent at t, and whether the server accepted it.
+func (b *deliveryBook) wrote(k int, t time.Time, ok bool) { b.sent[k], b.ok[k] = t, ok }
+
+// arrive records that watcher w got write k's event at t. It returns
+// whether w now has an event of every write.
+func (b *deliveryBook) arrive(w, k int, t time.Time) bool {
+	switch {
+	case k < 0 || k >= len(b.sent):
+		b.unexp[w]++
+	case !b.arrived[w][k].IsZero():
+		b.dups[w]++
+	default:
+		b.arrived[w][k] = t
+		b.got[w]++
+		b.total.Add(1)
+	}
+	return b.got[w] == len(b.sent)
+}
+
+// unexpected counts an event of watcher w that belongs to no write.
+func (b *deliveryBook) unexpected(w int) { b.unexp[w]++ }
+
+// deliveries is the summary of a deliveryBook: over every watcher and every
+// accepted write, the delay from the write's sending to the event's arrival.
+type deliveries struct {
+	Expected, Delivered, Missed, Duplicates, Unexpected int
+	P50, P99, Max, Mean                                 time.Duration
+	Last                                                time.Time // the last delivery
+}
+
+func (b *deliveryBook) summary() deliveries {
+	var d deliveries
+	var lat []time.Duration
+	for w := range b.arrived {
+		d.Duplicates += b.dups[w]
+		d.Unexpected += b.unexp[w]
+		for k, at := range b.arrived[w] {
+			if !b.ok[k] {
+				// A write the server refused (or that timed out): its
+				// event is not expected, but counted if it came.
+				if !at.IsZero() {
+					d.Unexpected++
+				}
+				continue
+			}
+			d.Expected++
+			if at.IsZero() {
+				d.Missed++
+				continue
+			}
+			d.Delivered++
+			lat = append(lat, at.Sub(b.sent[k]))
+			if at.After(d.Last) {
+				d.Last = at
+			}
+		}
+	}
+	if len(lat) == 0 {
+		return d
+	}
+	slices.Sort(lat)
+	var sum time.Duration
+	for _, x := range lat {
+		sum += x
+	}
+	d.P50, d.P99, d.Max, d.Mean = percentile(lat, 0.5), percentile(lat, 0.99), lat[len(lat)-1], sum/time.Duration(len(lat))
+	return d
+}
+
+// pathsCRD is the CRD of rows 1–5, 7, 8 and 9: PathItems in group, v1 only,
+// namespaced, with a structural schema of the spec the bodies carry.
+func pathsCRD(group, runID string) []byte {
+	str := map[string]any{"type": "string"}
+	integer := map[string]any{"type": "integer"}
+	crd := map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": pathsPlural + "." + group, "labels": map[string]string{pathsLabel: runID}},
+		"spec": map[string]any{
+			"group": group, "scope": "Namespaced",
+			"names": map[string]any{"plural": pathsPlural, "singular": "pathitem", "kind": "PathItem", "listKind": "PathItemList"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+					"spec": map[string]any{"type": "object", "properties": map[string]any{
+						"size": integer, "color": str, "seq": integer, "data": str,
+						"tags": map[string]any{"type": "array", "items": str},
+					}},
+				}}}}},
+		},
+	}
+	b, _ := json.Marshal(crd)
+	return b
+}
+
+// pathsBody is PathItem i, padded with spec.data (hex digits drawn from a
+// generator seeded by i, so about as compressible as real data, not a run
+// of one byte) to exactly size bytes when it can be.
+func pathsBody(group, name string, i, size int) []byte {
+	spec := map[string]any{"size": i % 100, "color": []string{"red", "green", "blue"}[i%3], "tags": []string{"x", "y"}, "seq": 0, "data": ""}
+	obj := map[string]any{
+		"apiVersion": group + "/v1", "kind": "PathItem",
+		"metadata": map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}},
+		"spec":     spec,
+	}
+	b, _ := json.Marshal(obj)
+	if pad := size - len(b); pad > 0 {
+		r := rand.New(rand.NewPCG(uint64(i), 0x9e3779b97f4a7c15))
+		const hex = "0123456789abcdef"
+		d := make([]byte, pad)
+		for j := range d {
+			d[j] = hex[r.IntN(16)]
+		}
+		spec["data"] = string(d)
+		b, _ = json.Marshal(obj)
+	}
+	return b
+}
+
+// withLabel adds the run's label to a CRD body.
+func withLabel(crd []byte, runID string) []byte {
+	var m map[string]any
+	if json.Unmarshal(crd, &m) != nil {
+		return crd
+	}
+	md, _ := m["metadata"].(map[string]any)
+	if md == nil {
+		return crd
+	}
+	md["labels"] = map[string]string{pathsLabel: runID}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// crdEstablished reports whether a CRD (decoded JSON) is Established.
+func crdEstablished(crd map[string]any) bool {
+	st, _ := crd["status"].(map[string]any)
+	conds, _ := st["conditions"].([]any)
+	for _, c := range conds {
+		cm, _ := c.(map[string]any)
+		if cm["type"] == "Established" && cm["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// crdGeneration is metadata.generation of a CRD (decoded JSON).
+func crdGeneration(crd map[string]any) int64 {
+	md, _ := crd["metadata"].(map[string]any)
+	g, _ := md["generation"].(float64)
+	return int64(g)
+}
+
+// crdConversion is spec.conversion.strategy of a CRD (decoded JSON).
+func crdConversion(crd map[string]any) string {
+	spec, _ := crd["spec"].(map[string]any)
+	conv, _ := spec["conversion"].(map[string]any)
+	s, _ := conv["strategy"].(string)
+	return s
+}
+
+// crdHasColumn reports whether version v of a CRD has a printer column.
+func crdHasColumn(crd map[string]any, v, column string) bool {
+	spec, _ := crd["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	for _, x := range versions {
+		vm, _ := x.(map[string]any)
+		if vm["name"] != v {
+			continue
+		}
+		cols, _ := vm["additionalPrinterColumns"].([]any)
+		for _, c := range cols {
+			if cm, _ := c.(map[string]any); cm["name"] == column {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// addColumn adds a printer column to version v of a CRD (decoded JSON).
+func addColumn(crd map[string]any, v string, column map[string]any) bool {
+	spec, _ := crd["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	for _, x := range versions {
+		vm, _ := x.(map[string]any)
+		if vm["name"] != v {
+			continue
+		}
+		cols, _ := vm["additionalPrinterColumns"].([]any)
+		vm["additionalPrinterColumns"] = append(cols, column)
+		return true
+	}
+	return false
+}
+
+// checkNames checks a list's items: exactly n, unique, all named by name(i)
+// for some i < n. seen (optional) accumulates over pages.
+func checkNames(names []string, n int, seen map[string]bool) string {
+	for _, nm := range names {
+		if seen[nm] {
+			return "item " + nm + " twice"
+		}
+		seen[nm] = true
+	}
+	if len(seen) > n {
+		return fmt.Sprintf("%d distinct items, want %d", len(seen), n)
+	}
+	return ""
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// send is coreClient.do with a content type of the caller's choosing.
+func (c *coreClient) send(ctx context.Context, method, url, contentType string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "crdbench")
+	req.Header.Set("Content-Type", contentType)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	c.proto.Store(resp.Proto)
+	return resp.StatusCode, b, err
+}
+
+// getGzip GETs url as client-go does, with Accept-Encoding: gzip (Go's
+// transport adds it to every request itself and decompresses the answer
+// while it is read; here it is asked for explicitly so that the bytes on
+// the wire can be counted). It returns the status, the decompressed body,
+// the body's size as sent and its Content-Encoding.
+func (c *coreClient) getGzip(ctx context.Context, url string) (code int, body []byte, wire int, enc string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, 0, "", err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("User-Agent", "crdbench")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, nil, 0, "", err
+	}
+	defer resp.Body.Close()
+	c.proto.Store(resp.Proto)
+	enc = resp.Header.Get("Content-Encoding")
+	cr := &countingReader{r: resp.Body}
+	var rd io.Reader = cr
+	if enc == "gzip" {
+		zr, zerr := gzip.NewReader(cr)
+		if zerr != nil {
+			return resp.StatusCode, nil, cr.n, enc, zerr
+		}
+		rd = zr
+	}
+	body, err = io.ReadAll(rd)
+	if err == nil {
+		_, err = io.Copy(io.Discard, cr) // anything after the gzip stream
+	}
+	return resp.StatusCode, body, cr.n, enc, err
+}
+
+// pathsRun is one crdbench paths run against one server.
+type pathsRun struct {
+	ctx     context.Context
+	c       *coreClient
+	u       *url.URL
+	tls     tlsFlags
+	base    string
+	ns      string
+	res     *pathsResult
+	hook    *webhookCounter
+	hookURL string
+	caPEM   []byte
+	rss     namedPIDs
+	created map[string]bool // CRDs of this run not yet deleted
+	failed  map[string]bool // rows whose first failure is in res.Failures
+
+	n, creates, conc, gets, lists, walks, pageLimit int
+	watchers                                        []int
+	perConn, updates, freshCRDs, bodyBytes          int
+	interval, watchWait, settle, rssSettle          time.Duration
+	waitFor, deleteWait, phaseLimit                 time.Duration
+	conversion                                      bool
+}
+
+const crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+// do sends one request bounded by the run's context and limit.
+func (p *pathsRun) do(method, url string, body []byte, limit time.Duration) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, limit)
+	defer cancel()
+	return p.c.do(ctx, method, url, body)
+}
+
+// fail records a row's failure in round rd: in rd.Failed (the round's
+// figure of that row is then not used) and, the first time for the row,
+// in res.Failures.
+func (p *pathsRun) fail(rd *pathsRound, row string, f failure) {
+	if p.ctx.Err() != nil {
+		return // interrupted: that is the run's error, not the row's
+	}
+	if rd.Failed == nil {
+		rd.Failed = map[string]string{}
+	}
+	msg := f.Error
+	if msg == "" {
+		msg = fmt.Sprintf("%s %s → HTTP %d", f.Method, f.Path, f.Status)
+	}
+	if _, ok := rd.Failed[row]; !ok {
+		rd.Failed[row] = msg
+	}
+	if !p.failed[row] {
+		p.failed[row] = true
+		f.Phase = fmt.Sprintf("round %d: %s", rd.Round, row)
+		p.res.Failures = append(p.res.Failures, f)
+	}
+	log.Printf("round %d: %s FAILED: %s", rd.Round, row, msg)
+}
+
+func (p *pathsRun) httpFail(method, url string, code int, b []byte, err error) failure {
+	return *p.c.fail("", method, url, code, b, err)
+}
+
+// createCRD POSTs a CRD; one that exists already is left alone (it could be
+// someone else's).
+func (p *pathsRun) createCRD(name string, body []byte) (failure, bool) {
+	code, b, err := p.do(http.MethodPost, p.base+crdPath, body, 30*time.Second)
+	if err != nil || code != http.StatusCreated {
+		f := p.httpFail(http.MethodPost, p.base+crdPath, code, b, err)
+		f.Error = strings.TrimSpace("could not create CRD " + name + " " + f.Error)
+		if code == http.StatusConflict {
+			f.Error = "CRD " + name + " already exists: left alone"
+		}
+		return f, false
+	}
+	p.created[name] = true
+	return failure{}, true
+}
+
+// getCRD GETs a CRD as decoded JSON.
+func (p *pathsRun) getCRD(name string) (map[string]any, int, []byte, error) {
+	code, b, err := p.do(http.MethodGet, p.base+crdPath+"/"+name, nil, 10*time.Second)
+	if err != nil || code != http.StatusOK {
+		return nil, code, b, err
+	}
+	var crd map[string]any
+	if err := json.Unmarshal(b, &crd); err != nil {
+		return nil, code, b, err
+	}
+	return crd, code, b, nil
+}
+
+// waitCRD polls a CRD every poll until cond holds; it returns the time
+// from t0 and the polls made.
+func (p *pathsRun) waitCRD(name string, t0 time.Time, poll time.Duration, cond func(map[string]any) bool) (time.Duration, int, error) {
+	deadline := time.Now().Add(p.waitFor)
+	var last string
+	for i := 1; i <= 1_000_000; i++ {
+		crd, code, b, err := p.getCRD(name)
+		if err == nil && crd != nil && cond(crd) {
+			return time.Since(t0), i, nil
+		}
+		switch {
+		case err != nil:
+			last = err.Error()
+		case crd == nil:
+			last = fmt.Sprintf("HTTP %d %s", code, truncate(b, 300))
+		default:
+			st, _ := json.Marshal(crd["status"])
+			last = "status " + truncate(st, 500)
+		}
+		if time.Now().After(deadline) || p.ctx.Err() != nil {
+			break
+		}
+		time.Sleep(poll)
+	}
+	return time.Since(t0), 0, fmt.Errorf("CRD %s: condition not met within %v; last: %s", name, p.waitFor, last)
+}
+
+// deleteCRDs deletes CRDs of this run and waits until they are gone, all
+// within limit; it says what happened. It uses a context of its own, as the
+// run's may have been cancelled.
+func (p *pathsRun) deleteCRDs(names []string, limit time.Duration) string {
+	ctx, cancel := context.WithTimeout(context.Background(), limit+10*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	var notes []string
+	var pending []string
+	for _, name := range names {
+		code, b, err := p.c.do(ctx, http.MethodDelete, p.base+crdPath+"/"+name, nil)
+		switch {
+		case err == nil && code == http.StatusNotFound:
+			delete(p.created, name)
+		case err != nil || (code != http.StatusOK && code != http.StatusAccepted):
+			notes = append(notes, fmt.Sprintf("DELETE %s: HTTP %d %v %s", name, code, err, truncate(b, 200)))
+		default:
+			pending = append(pending, name)
+		}
+	}
+	deadline := time.Now().Add(limit)
+	for i := 0; i < 100_000 && len(pending) > 0 && time.Now().Before(deadline); i++ {
+		time.Sleep(200 * time.Millisecond)
+		var still []string
+		for _, name := range pending {
+			code, _, err := p.c.do(ctx, http.MethodGet, p.base+crdPath+"/"+name, nil)
+			if err == nil && code == http.StatusNotFound {
+				delete(p.created, name)
+				continue
+			}
+			still = append(still, name)
+		}
+		pending = still
+	}
+	gone := len(names) - len(pending) - len(notes)
+	s := fmt.Sprintf("%d CRD(s) deleted and gone after %.1f s", gone, time.Since(t0).Seconds())
+	if len(pending) > 0 {
+		s += fmt.Sprintf("; still there after %v: %s", limit, strings.Join(pending, ", "))
+	}
+	if len(notes) > 0 {
+		s += "; " + strings.Join(notes, "; ")
+	}
+	return s
+}
+
+func parseWatchers(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v < 1 || v > 5000 {
+			return nil, fmt.Errorf("-watchers: %q is not a count from 1 to 5000", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func runPaths(args []string) error {
+	fs := flag.NewFlagSet("paths", flag.ExitOnError)
+	var t tlsFlags
+	t.register(fs)
+	var (
+		server     = fs.String("server", "", "API server base URL, https:// or http:// (loopback only)")
+		name       = fs.String("name", "server", "name of the server in the results")
+		namespace  = fs.String("namespace", "default", "namespace of the objects (it must exist; each round has CRDs of its own)")
+		runID      = fs.String("run-id", "", "tag of this run in the CRDs' groups and in their label "+pathsLabel+" (default: from the time and PID)")
+		n          = fs.Int("n", 10000, "objects stored per round (lists, walks, memory, the CRD deleted, the conversion CRD)")
+		rounds     = fs.Int("rounds", 3, "rounds; the report gives the median over them")
+		creates    = fs.Int("creates", 5000, "of the n creates, how many are measured (the first ones)")
+		conc       = fs.Int("concurrency", 16, "workers of the creates (one HTTP/2 connection)")
+		gets       = fs.Int("gets", 1000, "sequential GETs of single objects per round")
+		lists      = fs.Int("lists", 3, "full lists (gzip) per round; the round's figure is their median")
+		walks      = fs.Int("walks", 3, "paged walks per round; the round's figure is their median")
+		pageLimit  = fs.Int("page-limit", 500, "limit of each page of the walks")
+		watchers   = fs.String("watchers", "200,1000", "watch fan-out: numbers of watchers, comma-separated")
+		perConn    = fs.Int("watchers-per-conn", 100, "watches per HTTP/2 connection")
+		updates    = fs.Int("watch-updates", 100, "merge patches made while the watches run")
+		interval   = fs.Duration("watch-interval", 50*time.Millisecond, "one patch sent this often (sequential)")
+		watchWait  = fs.Duration("watch-wait", 30*time.Second, "after the last patch, how long to wait for the last deliveries")
+		freshCRDs  = fs.Int("fresh-crds", 3, "first create after Established: fresh CRDs per round")
+		bodyBytes  = fs.Int("body-bytes", 1024, "size of each create body (padded with spec.data)")
+		conversion = fs.Bool("conversion", true, "measure the first list through the conversion webhook after a CRD edit and after a flip None → Webhook")
+		settle     = fs.Duration("settle", 0, "pause after a CRD is Established before its objects are created (the reference needs 2s)")
+		rssSettle  = fs.Duration("rss-settle", 3*time.Second, "pause between the creates and reading the RSS")
+		waitFor    = fs.Duration("wait", 60*time.Second, "how long to wait for a CRD to be Established or to show a change")
+		deleteWait = fs.Duration("delete-wait", 5*time.Minute, "how long to wait for a deleted CRD (and its collection) to be gone")
+		phaseLimit = fs.Duration("phase-timeout", 5*time.Minute, "time limit of each phase of requests")
+		jsonOut    = fs.String("json", "", "write the results as JSON to this file")
+		rssPIDs    namedPIDs
+	)
+	fs.Var(&rssPIDs, "rss-pid", "name=PID of a server process whose VmRSS is read (repeatable; the reference: apiserver and etcd)")
+	_ = fs.Parse(args)
+	u, err := checkLoopback(*server)
+	if err != nil {
+		return err
+	}
+	ws, err := parseWatchers(*watchers)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *n < 1 || *n > 100000:
+		return errors.New("need 1 <= -n <= 100000")
+	case *rounds < 1 || *rounds > 20:
+		return errors.New("need 1 <= -rounds <= 20")
+	case *creates < 1 || *conc < 1 || *conc > 64:
+		return errors.New("need -creates >= 1 and 1 <= -concurrency <= 64")
+	case *gets < 1 || *gets > 100000 || *lists < 1 || *lists > 50 || *walks < 1 || *walks > 50:
+		return errors.New("need 1 <= -gets <= 100000, 1 <= -lists <= 50, 1 <= -walks <= 50")
+	case *pageLimit < 1 || *pageLimit > 10000:
+		return errors.New("need 1 <= -page-limit <= 10000")
+	case *perConn < 1 || *perConn > 1000 || *updates < 1 || *updates > 10000:
+		return errors.New("need 1 <= -watchers-per-conn <= 1000, 1 <= -watch-updates <= 10000")
+	case *interval < 0 || *interval > 10*time.Second || *watchWait < time.Second || *watchWait > 10*time.Minute:
+		return errors.New("need 0 <= -watch-interval <= 10s, 1s <= -watch-wait <= 10m")
+	case *freshCRDs < 0 || *freshCRDs > 50 || *bodyBytes < 0 || *bodyBytes > 1<<20:
+		return errors.New("need 0 <= -fresh-crds <= 50, 0 <= -body-bytes <= 1 MiB")
+	case *settle < 0 || *settle > time.Minute || *rssSettle < 0 || *rssSettle > time.Minute:
+		return errors.New("need 0 <= -settle, -rss-settle <= 1m")
+	case *waitFor < time.Second || *waitFor > 10*time.Minute || *deleteWait < time.Second || *deleteWait > 30*time.Minute:
+		return errors.New("need 1s <= -wait <= 10m, 1s <= -delete-wait <= 30m")
+	case *phaseLimit < time.Second || *phaseLimit > time.Hour:
+		return errors.New("need 1s <= -phase-timeout <= 1h")
+	case *namespace == "":
+		return errors.New("need -namespace")
+	}
+	if *runID == "" {
+		*runID = strconv.FormatInt(time.Now().Unix(), 36) + strconv.Itoa(os.Getpid()%1000)
+	}
+	if len(*runID) > 20 || strings.Trim(*runID, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
+		return errors.New("-run-id: at most 20 lower-case letters and digits")
+	}
+	*creates = min(*creates, *n)
+	client, err := newClient(u, t, *conc)
+	if err != nil {
+		return err
+	}
+	// Interrupted, crdbench still deletes the CRDs it created.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	base := strings.TrimRight(*server, "/")
+	res := &pathsResult{Server: base, Name: *name, ClientCert: t.cert != "", Date: time.Now().UTC().Format(time.RFC3339), RunID: *runID,
+		Namespace: *namespace, N: *n, Rounds: *rounds, Creates: *creates, Concurrency: *conc, Gets: *gets, Lists: *lists, Walks: *walks,
+		PageLimit: *pageLimit, Watchers: ws, WatchersPerConn: *perConn, WatchUpdates: *updates, WatchIntervalMs: ms(*interval),
+		WatchWaitSec: watchWait.Seconds(),
+		FreshCRDs:    *freshCRDs, Conversion: *conversion, SettleSec: settle.Seconds(), RSSSettleSec: rssSettle.Seconds(), LoadStart: loadavg()}
+	res.BodyBytes = len(pathsBody(fmt.Sprintf("r1-%s.%s", *runID, pathsDomain), "item-00000", 0, *bodyBytes))
+	res.ConvBodyBytes = len(crontabBody(crontab.Group, "crontab-00000", 0))
+	for _, p := range rssPIDs {
+		res.RSSProcs = append(res.RSSProcs, p.name)
+	}
+	p := &pathsRun{ctx: ctx, c: &coreClient{client: client, base: base}, u: u, tls: t, base: base, ns: *namespace, res: res, rss: rssPIDs,
+		created: map[string]bool{}, failed: map[string]bool{},
+		n: *n, creates: *creates, conc: *conc, gets: *gets, lists: *lists, walks: *walks, pageLimit: *pageLimit, watchers: ws,
+		perConn: *perConn, updates: *updates, freshCRDs: *freshCRDs, bodyBytes: *bodyBytes, interval: *interval, watchWait: *watchWait,
+		settle: *settle, rssSettle: *rssSettle, waitFor: *waitFor, deleteWait: *deleteWait, phaseLimit: *phaseLimit, conversion: *conversion}
+
+	if *conversion {
+		hook, hookURL, caPEM, hsrv, err := serveCronTabWebhook()
+		if err != nil {
+			return err
+		}
+		defer hsrv.Close()
+		p.hook, p.hookURL, p.caPEM = hook, hookURL, caPEM
+		res.WebhookURL = hookURL
+		log.Printf("conversion webhook on %s", hookURL)
+	}
+
+	finish := func(err error) error {
+		if len(p.created) > 0 {
+			var names []string
+			for nm := range p.created {
+				names = append(names, nm)
+			}
+			slices.Sort(names)
+			s := p.deleteCRDs(names, p.deleteWait)
+			res.Cleanup = append(res.Cleanup, "at the end: "+s)
+			log.Printf("cleanup: %s", s)
+			if len(p.created) > 0 {
+				res.Failures = append(res.Failures, failure{Phase: "cleanup", Error: "CRDs left behind: " + s})
+			}
+		}
+		if pr, ok := p.c.proto.Load().(string); ok {
+			res.Protocol = pr
+		}
+		res.LoadEnd = loadavg()
+		if err == nil && ctx.Err() != nil {
+			err = errors.New("interrupted")
+		}
+		if err != nil {
+			res.Error = err.Error()
+		}
+		printPaths(res)
+		if *jsonOut != "" {
+			if werr := writeJSON(*jsonOut, res); werr != nil {
+				return werr
+			}
+		}
+		if err == nil && len(res.Failures) > 0 {
+			err = fmt.Errorf("%d failure(s)", len(res.Failures))
+		}
+		return err
+	}
+
+	for r := 1; r <= *rounds; r++ {
+		if ctx.Err() != nil {
+			break
+		}
+		rd := pathsRound{Round: r}
+		t0 := time.Now()
+		err := p.round(&rd)
+		rd.WallSec = time.Since(t0).Seconds()
+		rd.Load1 = load1()
+		res.RoundsData = append(res.RoundsData, rd)
+		log.Printf("round %d done in %.1f s (load %.2f)", r, rd.WallSec, rd.Load1)
+		if err != nil {
+			if ctx.Err() != nil {
+				err = errors.New("interrupted")
+			}
+			return finish(err)
+		}
+	}
+	return finish(nil)
+}
+
+// round runs every row once, on CRDs of its own, and deletes them. An error
+// stops the run (the main CRD could not be set up); a row's failure is
+// recorded in rd.Failed and the round goes on.
+func (p *pathsRun) round(rd *pathsRound) error {
+	group := fmt.Sprintf("r%d-%s.%s", rd.Round, p.res.RunID, pathsDomain)
+	crdName := pathsPlural + "." + group
+	rd.CRD = crdName
+	coll := p.base + "/apis/" + group + "/v1/namespaces/" + p.ns + "/" + pathsPlural
+	itemName := func(i int) string { return "item-" + strconv.Itoa(100000 + i)[1:] }
+	var roundCRDs []string // deleted at the end of the round
+	defer func() {
+		var left []string
+		for _, nm := range roundCRDs {
+			if p.created[nm] {
+				left = append(left, nm)
+			}
+		}
+		if len(left) > 0 {
+			s := p.deleteCRDs(left, p.deleteWait)
+			p.res.Cleanup = append(p.res.Cleanup, fmt.Sprintf("round %d: %s", rd.Round, s))
+			log.Printf("round %d cleanup: %s", rd.Round, s)
+		}
+	}()
+
+	log.Printf("round %d: CRD %s", rd.Round, crdName)
+	if f, ok := p.createCRD(crdName, pathsCRD(group, p.res.RunID)); !ok {
+		p.fail(rd, "setup", f)
+		return errors.New(f.Error)
+	}
+	roundCRDs = append(roundCRDs, crdName)
+	t0 := time.Now()
+	if _, _, err := p.waitCRD(crdName, t0, 20*time.Millisecond, crdEstablished); err != nil {
+		p.fail(rd, "setup", failure{Phase: "setup", Error: err.Error()})
+		return err
+	}
+	rd.EstablishedSec = time.Since(t0).Seconds()
+	time.Sleep(p.settle)
+
+	// Rows 2 and 9: the creates, RSS before and after.
+	rd.RSSBefore, rd.RSSBeforeMiB = p.readRSS()
+	bodies := make([][]byte, p.n)
+	for i := range bodies {
+		bodies[i] = pathsBody(group, itemName(i), i, p.bodyBytes)
+	}
+	phaseCtx, cancel := context.WithTimeout(p.ctx, p.phaseLimit)
+	log.Printf("round %d: %d creates with %d workers (measured)", rd.Round, p.creates, p.conc)
+	cr := p.c.run(phaseCtx, "creates", p.creates, p.conc, func(i int) coreReq {
+		return coreReq{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
+	}, nil)
+	cancel()
+	rd.Creates = &cr
+	if cr.FirstError != nil {
+		p.fail(rd, "creates", *cr.FirstError)
+	}
+	if rest := p.n - p.creates; rest > 0 && !cr.Aborted {
+		phaseCtx, cancel := context.WithTimeout(p.ctx, p.phaseLimit)
+		log.Printf("round %d: %d more creates (setup)", rd.Round, rest)
+		pop := p.c.run(phaseCtx, "populate", rest, p.conc, func(i int) coreReq {
+			return coreReq{http.MethodPost, coll, bodies[p.creates+i], []int{http.StatusCreated}}
+		}, nil)
+		cancel()
+		rd.Populate = &pop
+		if pop.FirstError != nil {
+			p.fail(rd, "populate", *pop.FirstError)
+		}
+	}
+	stored := rd.Creates.Errors == 0 && !rd.Creates.Aborted && (rd.Populate == nil || (rd.Populate.Errors == 0 && !rd.Populate.Aborted))
+	if p.ctx.Err() != nil {
+		return p.ctx.Err()
+	}
+	if !stored {
+		p.fail(rd, "rss", failure{Error: "not all objects could be created"})
+		return p.conversionAndRest(rd, &roundCRDs)
+	}
+	time.Sleep(p.rssSettle)
+	rd.RSS, rd.RSSMiB = p.readRSS()
+
+	if p.ctx.Err() != nil {
+		return p.ctx.Err()
+	}
+	// Row 1: sequential GETs of single objects, spread over the n.
+	phaseCtx, cancel = context.WithTimeout(p.ctx, p.phaseLimit)
+	log.Printf("round %d: %d sequential GETs", rd.Round, p.gets)
+	stride := max(1, p.n/p.gets)
+	var wrong atomic.Int64
+	var firstWrong atomic.Value
+	g := p.c.run(phaseCtx, "gets", p.gets, 1, func(i int) coreReq {
+		return coreReq{http.MethodGet, coll + "/" + itemName((i*stride)%p.n), nil, []int{http.StatusOK}}
+	}, func(i int, b []byte) {
+		// The answer is the object asked for.
+		var o struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(b, &o); err != nil || o.Kind != "PathItem" || o.Metadata.Name != itemName((i*stride)%p.n) {
+			wrong.Add(1)
+			firstWrong.CompareAndSwap(nil, fmt.Sprintf("GET of %s answered %s %q (%v)", itemName((i*stride)%p.n), o.Kind, o.Metadata.Name, err))
+		}
+	})
+	cancel()
+	rd.Gets = &g
+	if g.FirstError != nil {
+		p.fail(rd, "gets", *g.FirstError)
+	} else if n := wrong.Load(); n > 0 {
+		p.fail(rd, "gets", failure{Method: http.MethodGet, Path: strings.TrimPrefix(coll, p.base) + "/…", Status: 200,
+			Error: fmt.Sprintf("wrong answer in %d of %d GETs; first: %v", n, g.Requests, firstWrong.Load())})
+	}
+
+	if p.ctx.Err() != nil {
+		return p.ctx.Err()
+	}
+	// Row 3: full lists with gzip.
+	log.Printf("round %d: %d full lists (gzip)", rd.Round, p.lists)
+	var ds []float64
+	for range p.lists {
+		s, f := p.gzipList(coll)
+		rd.Lists = append(rd.Lists, s)
+		if f != nil {
+			p.fail(rd, "list", *f)
+			break
+		}
+		ds = append(ds, s.Ms)
+	}
+	if len(ds) == p.lists {
+		rd.ListMedianMs = median(ds)
+	}
+
+	if p.ctx.Err() != nil {
+		return p.ctx.Err()
+	}
+	// Row 4: paged walks.
+	log.Printf("round %d: %d walks by pages of %d", rd.Round, p.walks, p.pageLimit)
+	ds = nil
+	for range p.walks {
+		w, f := p.pageWalk(coll)
+		rd.Walks = append(rd.Walks, w)
+		if f != nil {
+			p.fail(rd, "pages", *f)
+			break
+		}
+		ds = append(ds, w.Ms)
+	}
+	if len(ds) == p.walks {
+		rd.WalkMedianMs = median(ds)
+	}
+
+	if p.ctx.Err() != nil {
+		return p.ctx.Err()
+	}
+	// Row 5: watch fan-out.
+	for k, w := range p.watchers {
+		log.Printf("round %d: watch fan-out, %d watchers", rd.Round, w)
+		wr, f := p.watchFanOut(rd.Round, k, coll, w, itemName)
+		rd.Watches = append(rd.Watches, wr)
+		if f != nil {
+			p.fail(rd, fmt.Sprintf("watch-%d", w), *f)
+		}
+	}
+
+	if p.ctx.Err() != nil {
+		return p.ctx.Err()
+	}
+	// Row 7: delete the CRD that holds the n objects.
+	log.Printf("round %d: DELETE of the CRD holding %d objects", rd.Round, p.n)
+	del, f := p.deleteTimed(crdName, coll)
+	rd.Delete = del
+	del.Objects = p.n
+	if f != nil {
+		p.fail(rd, "delete", *f)
+	}
+	return p.conversionAndRest(rd, &roundCRDs)
+}
+
+// conversionAndRest runs rows 8 and 6 of a round (they do not need its
+// objects). roundCRDs gets the CRDs they create, for the round's cleanup.
+func (p *pathsRun) conversionAndRest(rd *pathsRound, roundCRDs *[]string) error {
+	// Row 8: first create after Established.
+	var fcs []float64
+	for k := 1; k <= p.freshCRDs && p.ctx.Err() == nil; k++ {
+		group := fmt.Sprintf("r%d-f%d-%s.%s", rd.Round, k, p.res.RunID, pathsDomain)
+		fc, f := p.firstCreate(group, roundCRDs)
+		if f != nil {
+			p.fail(rd, "first-create", *f)
+			continue
+		}
+		rd.FirstCreates = append(rd.FirstCreates, *fc)
+		fcs = append(fcs, fc.Ms)
+	}
+	if len(fcs) > 0 && rd.Failed["first-create"] == "" {
+		rd.FirstCreateMs = median(fcs)
+	}
+	// Row 6: conversion webhook after a CRD edit, and after a flip.
+	if p.conversion && p.ctx.Err() == nil {
+		p.convRow(rd, roundCRDs)
+	}
+	return p.ctx.Err()
+}
+
+func (p *pathsRun) readRSS() ([]procMem, float64) {
+	var mems []procMem
+	var total float64
+	for _, x := range p.rss {
+		m := readMem(x.name, x.pid)
+		mems = append(mems, m)
+		total += m.VMRSSMiB
+	}
+	return mems, total
+}
+
+// listNames decodes a list answer: its kind, continue token and item names.
+func listNames(b []byte) (kind, cont string, names []string, err error) {
+	var l struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Continue string `json:"continue"`
+		} `json:"metadata"`
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return "", "", nil, err
+	}
+	names = make([]string, len(l.Items))
+	for i, it := range l.Items {
+		names[i] = it.Metadata.Name
+	}
+	return l.Kind, l.Metadata.Continue, names, nil
+}
+
+// gzipList is one full list with gzip, checked afterwards (all n items,
+// each once).
+func (p *pathsRun) gzipList(coll string) (gzipList, *failure) {
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	code, b, wire, enc, err := p.c.getGzip(ctx, coll)
+	d := time.Since(t0)
+	s := gzipList{Ms: ms(d), Status: code, Bytes: len(b), WireBytes: wire, Encoding: enc}
+	if err != nil || code != http.StatusOK {
+		f := p.httpFail(http.MethodGet, coll, code, b, err)
+		return s, &f
+	}
+	kind, _, names, err := listNames(b)
+	problem := ""
+	switch {
+	case err != nil:
+		problem = "decode: " + err.Error()
+	case kind != "PathItemList":
+		problem = "kind " + kind
+	case len(names) != p.n:
+		problem = fmt.Sprintf("%d items, want %d", len(names), p.n)
+	default:
+		problem = checkNames(names, p.n, map[string]bool{})
+	}
+	s.Items = len(names)
+	if problem != "" {
+		f := failure{Method: http.MethodGet, Path: strings.TrimPrefix(coll, p.base), Status: code, Error: "wrong answer: " + problem}
+		return s, &f
+	}
+	return s, nil
+}
+
+// pageWalk lists the collection by pages of pageLimit, following continue
+// tokens, and checks the union of the pages: n items, each once.
+func (p *pathsRun) pageWalk(coll string) (pageWalk, *failure) {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Minute)
+	defer cancel()
+	var w pageWalk
+	seen := make(map[string]bool, p.n)
+	cont := ""
+	maxPages := p.n/p.pageLimit + 10
+	t0 := time.Now()
+	for page := 0; ; page++ {
+		if page >= maxPages {
+			f := failure{Method: http.MethodGet, Path: strings.TrimPrefix(coll, p.base), Error: fmt.Sprintf("still a continue token after %d pages", page)}
+			return w, &f
+		}
+		u := coll + "?limit=" + strconv.Itoa(p.pageLimit)
+		if cont != "" {
+			u += "&continue=" + url.QueryEscape(cont)
+		}
+		t1 := time.Now()
+		code, b, wire, enc, err := p.c.getGzip(ctx, u)
+		pd := time.Since(t1)
+		w.RequestMs += ms(pd)
+		w.MaxPageMs = max(w.MaxPageMs, ms(pd))
+		w.Pages++
+		w.Bytes += len(b)
+		w.WireBytes += wire
+		if page == 0 {
+			w.Encoding = enc
+		}
+		if err != nil || code != http.StatusOK {
+			f := p.httpFail(http.MethodGet, u, code, b, err)
+			f.Error = strings.TrimSpace(fmt.Sprintf("page %d: %s", page+1, f.Error))
+			return w, &f
+		}
+		kind, next, names, err := listNames(b)
+		problem := ""
+		switch {
+		case err != nil:
+			problem = "decode: " + err.Error()
+		case kind != "PathItemList":
+			problem = "kind " + kind
+		case len(names) > p.pageLimit:
+			problem = fmt.Sprintf("%d items in a page of limit %d", len(names), p.pageLimit)
+		default:
+			problem = checkNames(names, p.n, seen)
+		}
+		if problem != "" {
+			f := failure{Method: http.MethodGet, Path: strings.TrimPrefix(u, p.base), Status: code, Error: fmt.Sprintf("page %d: wrong answer: %s", page+1, problem)}
+			return w, &f
+		}
+		cont = next
+		if cont == "" {
+			break
+		}
+	}
+	w.Ms = ms(time.Since(t0))
+	w.Items = len(seen)
+	w.RequestMs = math3(w.RequestMs)
+	if w.Items != p.n {
+		f := failure{Method: http.MethodGet, Path: strings.TrimPrefix(coll, p.base), Status: 200, Error: fmt.Sprintf("walk saw %d items, want %d", w.Items, p.n)}
+		return w, &f
+	}
+	return w, nil
+}
+
+// watchEvent is what a watcher reads of each event.
+type watchEvent struct {
+	Type   string `json:"type"`
+	Object struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+		Spec struct {
+			Seq *int64 `json:"seq"`
+		} `json:"spec"`
+		Message string `json:"message"` // of an ERROR event's Status
+	} `json:"object"`
+}
+
+// watchFanOut opens w watches of coll from a list's resourceVersion,
+// perConn per HTTP/2 connection, then sends the updates and books every
+// delivery. Writes carry spec.seq = seqBase + k, so that every event names
+// its write.
+func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func(int) string) (watchRun, *failure) {
+	wr := watchRun{Watchers: w, PerConn: p.perConn, Updates: p.updates, IntervalMs: ms(p.interval),
+		Protocols: map[string]int{}, Encodings: map[string]int{}}
+	seqBase := int64(round*1_000_000 + (set+1)*100_000)
+	fail := func(format string, a ...any) (watchRun, *failure) {
+		return wr, &failure{Method: http.MethodGet, Path: strings.TrimPrefix(coll, p.base) + "?watch=1", Error: fmt.Sprintf(format, a...)}
+	}
+	// Everything of this measurement ends by this deadline.
+	limit := p.waitFor + time.Duration(p.updates)*(p.interval+10*time.Second) + p.watchWait + 30*time.Second
+	ctx, cancel := context.WithTimeout(p.ctx, limit)
+	defer cancel()
+
+	// One client (one transport, one HTTP/2 connection) per perConn
+	// watchers, each primed with a small list so that its connection is
+	// up before the watches share it.
+	nconn := (w + p.perConn - 1) / p.perConn
+	var dials atomic.Int64
+	clients := make([]*http.Client, nconn)
+	for j := range clients {
+		cl, err := newClient(p.u, p.tls, 1)
+		if err != nil {
+			return fail("client: %v", err)
+		}
+		cl.Timeout = 0 // watches are bounded by ctx
+		if tr, ok := cl.Transport.(*http.Transport); ok {
+			dial := tr.DialContext
+			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dials.Add(1)
+				return dial(ctx, network, addr)
+			}
+			defer tr.CloseIdleConnections()
+		}
+		clients[j] = cl
+		pc := &coreClient{client: cl, base: p.base}
+		pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
+		code, b, err := pc.do(pctx, http.MethodGet, coll+"?limit=1", nil)
+		pcancel()
+		if err != nil || code != http.StatusOK {
+			return fail("priming connection %d: HTTP %d %v %s", j+1, code, err, truncate(b, 300))
+		}
+	}
+	// The resourceVersion to watch from: a list's.
+	code, b, err := p.do(http.MethodGet, coll+"?limit=1", nil, 30*time.Second)
+	var lm struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if err != nil || code != http.StatusOK || json.Unmarshal(b, &lm) != nil || lm.Metadata.ResourceVersion == "" {
+		return fail("list for the resourceVersion: HTTP %d %v %s", code, err, truncate(b, 300))
+	}
+	watchURL := coll + "?watch=1&resourceVersion=" + url.QueryEscape(lm.Metadata.ResourceVersion) + "&timeoutSeconds=" +
+		strconv.Itoa(int(limit.Seconds())+60)
+
+	book := newDeliveryBook(w, p.updates)
+	var (
+		mu       sync.Mutex
+		firstErr string
+		werrs    int
+		wg       sync.WaitGroup
+	)
+	watchErr := func(s string) {
+		mu.Lock()
+		werrs++
+		if firstErr == "" {
+			firstErr = s
+		}
+		mu.Unlock()
+	}
+	opened := make(chan error, w)
+	t0 := time.Now()
+	for i := range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wctx, wcancel := context.WithCancel(ctx)
+			defer wcancel()
+			req, err := http.NewRequestWithContext(wctx, http.MethodGet, watchURL, nil)
+			if err != nil {
+				opened <- err
+				return
+			}
+			req.Header.Set("Accept", "application/json")
+			req.Header.Set("User-Agent", "crdbench")
+			resp, err := clients[i/p.perConn].Do(req)
+			if err != nil {
+				opened <- err
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 2000))
+				opened <- fmt.Errorf("watch %d: HTTP %d %s", i, resp.StatusCode, truncate(b, 500))
+				return
+			}
+			mu.Lock()
+			wr.Protocols[resp.Proto]++
+			enc := resp.Header.Get("Content-Encoding")
+			if resp.Uncompressed {
+				enc = "gzip (decompressed by Go's transport)"
+			}
+			if enc == "" {
+				enc = "identity"
+			}
+			wr.Encodings[enc]++
+			mu.Unlock()
+			opened <- nil
+			dec := json.NewDecoder(resp.Body)
+			for events := 0; ; events++ {
+				if events >= 10*p.updates+1000 {
+					watchErr(fmt.Sprintf("watch %d: more than %d events", i, events))
+					return
+				}
+				var ev watchEvent
+				if err := dec.Decode(&ev); err != nil {
+					if wctx.Err() == nil {
+						watchErr(fmt.Sprintf("watch %d ended: %v", i, err))
+					}
+					return
+				}
+				now := time.Now()
+				switch {
+				case ev.Type == "BOOKMARK":
+				case ev.Type == "ERROR":
+					watchErr(fmt.Sprintf("watch %d: ERROR event: %s", i, ev.Object.Message))
+					return
+				case ev.Type != "MODIFIED" || ev.Object.Spec.Seq == nil:
+					book.unexpected(i)
+				default:
+					if book.arrive(i, int(*ev.Object.Spec.Seq-seqBase), now) {
+						return // every write seen: this watcher is done
+					}
+				}
+			}
+		}()
+	}
+	stopAll := func() {
+		cancel()
+		wg.Wait()
+	}
+	// All watches answered, or give up.
+	openDeadline := time.NewTimer(p.waitFor)
+	var openErr error
+	for range w {
+		select {
+		case err := <-opened:
+			if err != nil && openErr == nil {
+				openErr = err
+			}
+		case <-openDeadline.C:
+			if openErr == nil {
+				openErr = fmt.Errorf("not all %d watches answered within %v", w, p.waitFor)
+			}
+		case <-ctx.Done():
+			if openErr == nil {
+				openErr = ctx.Err()
+			}
+		}
+		if openErr != nil {
+			break
+		}
+	}
+	openDeadline.Stop()
+	wr.OpenMs = ms(time.Since(t0))
+	if openErr != nil {
+		stopAll()
+		wr.Conns = int(dials.Load())
+		return fail("opening the watches: %v", openErr)
+	}
+
+	// The writes: sequential merge patches, one every interval.
+	log.Printf("  %d watches open in %.0f ms over %d connection(s); %d patches, one every %v", w, wr.OpenMs, dials.Load(), p.updates, p.interval)
+	var wlat []time.Duration
+	var wfail *failure
+	start := time.Now()
+	for k := 0; k < p.updates && ctx.Err() == nil; k++ {
+		if d := time.Until(start.Add(time.Duration(k) * p.interval)); d > 0 {
+			time.Sleep(d)
+		}
+		target := coll + "/" + itemName(k%p.n)
+		body := []byte(`{"spec":{"seq":` + strconv.FormatInt(seqBase+int64(k), 10) + `}}`)
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+		ts := time.Now()
+		code, b, err := p.c.send(wctx, http.MethodPatch, target, "application/merge-patch+json", body)
+		d := time.Since(ts)
+		wcancel()
+		ok := err == nil && code == http.StatusOK
+		book.wrote(k, ts, ok)
+		if ok {
+			wlat = append(wlat, d)
+			wr.WritesOK++
+		} else if wfail == nil {
+			f := p.httpFail(http.MethodPatch, target, code, b, err)
+			wfail = &f
+		}
+	}
+	lastWrite := time.Now()
+	// The last deliveries.
+	want := int64(w * wr.WritesOK)
+	for i := 0; i < 1_000_000 && book.total.Load() < want && time.Since(lastWrite) < p.watchWait && ctx.Err() == nil; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopAll()
+	wr.Conns = int(dials.Load())
+	sum := book.summary()
+	wr.Expected, wr.Delivered, wr.Missed, wr.Duplicates, wr.Unexpected = sum.Expected, sum.Delivered, sum.Missed, sum.Duplicates, sum.Unexpected
+	wr.P50Ms, wr.P99Ms, wr.MaxMs, wr.MeanMs = ms(sum.P50), ms(sum.P99), ms(sum.Max), ms(sum.Mean)
+	if !sum.Last.IsZero() {
+		wr.SpanMs = ms(sum.Last.Sub(start))
+	}
+	slices.Sort(wlat)
+	wr.WriteP50Ms, wr.WriteP99Ms = ms(percentile(wlat, 0.5)), ms(percentile(wlat, 0.99))
+	wr.WatchErrors = werrs
+	log.Printf("  %d of %d deliveries, %d missed, p50 %.1f ms, p99 %.1f ms, max %.1f ms", wr.Delivered, wr.Expected, wr.Missed, wr.P50Ms, wr.P99Ms, wr.MaxMs)
+	switch {
+	case wfail != nil:
+		wfail.Error = strings.TrimSpace(fmt.Sprintf("%d of %d patches failed; first: %s", p.updates-wr.WritesOK, p.updates, wfail.Error))
+		return wr, wfail
+	case wr.Missed > 0 || wr.Duplicates > 0 || wr.Unexpected > 0:
+		return fail("%d of %d deliveries missed (waited %v after the last patch), %d duplicates, %d unexpected events; %d watch errors, first: %s",
+			wr.Missed, wr.Expected, p.watchWait, wr.Duplicates, wr.Unexpected, werrs, firstErr)
+	case werrs > 0:
+		return fail("%d watch errors; first: %s", werrs, firstErr)
+	}
+	return wr, nil
+}
+
+// deleteTimed DELETEs a CRD and polls, every 20 ms, the CRD and its
+// collection until both answer 404.
+func (p *pathsRun) deleteTimed(crdName, coll string) (*crdDeletion, *failure) {
+	del := &crdDeletion{CollStatuses: map[string]int{}}
+	crdURL := p.base + crdPath + "/" + crdName
+	t0 := time.Now()
+	code, b, err := p.do(http.MethodDelete, crdURL, nil, 60*time.Second)
+	del.DeleteMs, del.DeleteStatus = ms(time.Since(t0)), code
+	if err != nil || (code != http.StatusOK && code != http.StatusAccepted) {
+		f := p.httpFail(http.MethodDelete, crdURL, code, b, err)
+		return del, &f
+	}
+	crdGone, collGone := false, false
+	deadline := t0.Add(p.deleteWait)
+	for i := 0; i < 1_000_000 && (!crdGone || !collGone) && time.Now().Before(deadline) && p.ctx.Err() == nil; i++ {
+		del.Polls++
+		if !crdGone {
+			code, _, err := p.do(http.MethodGet, crdURL, nil, 10*time.Second)
+			if err == nil && code == http.StatusNotFound {
+				crdGone, del.GoneMs = true, ms(time.Since(t0))
+				delete(p.created, crdName)
+			}
+		}
+		if !collGone {
+			code, _, err := p.do(http.MethodGet, coll+"?limit=1", nil, 10*time.Second)
+			del.CollStatuses[statusKey(code, err)]++
+			if err == nil && code == http.StatusNotFound {
+				collGone, del.CollectionGoneMs = true, ms(time.Since(t0))
+			}
+		}
+		if !crdGone || !collGone {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	log.Printf("  CRD gone after %.0f ms, collection 404 after %.0f ms (%d polls)", del.GoneMs, del.CollectionGoneMs, del.Polls)
+	if !crdGone || !collGone {
+		f := failure{Method: http.MethodDelete, Path: strings.TrimPrefix(crdURL, p.base),
+			Error: fmt.Sprintf("after %v: CRD gone %v, collection 404 %v (collection answers: %v)", p.deleteWait, crdGone, collGone, del.CollStatuses)}
+		return del, &f
+	}
+	return del, nil
+}
+
+// firstCreate creates a fresh CRD, polls it every 10 ms until Established,
+// then POSTs one object, again every 10 ms while the answer is 404, 429 or
+// 503, until 201.
+func (p *pathsRun) firstCreate(group string, roundCRDs *[]string) (*firstCreate, *failure) {
+	name := pathsPlural + "." + group
+	fc := &firstCreate{CRD: name, Statuses: map[string]int{}}
+	t0 := time.Now()
+	if f, ok := p.createCRD(name, pathsCRD(group, p.res.RunID)); !ok {
+		return nil, &f
+	}
+	*roundCRDs = append(*roundCRDs, name)
+	d, _, err := p.waitCRD(name, t0, 10*time.Millisecond, crdEstablished)
+	if err != nil {
+		return nil, &failure{Method: http.MethodGet, Path: crdPath + "/" + name, Error: err.Error()}
+	}
+	fc.EstablishedMs = ms(d)
+	coll := p.base + "/apis/" + group + "/v1/namespaces/" + p.ns + "/" + pathsPlural
+	body := pathsBody(group, "first", 0, 0)
+	t1 := time.Now()
+	deadline := t1.Add(p.waitFor)
+	for fc.Attempts < 100_000 {
+		fc.Attempts++
+		code, b, err := p.do(http.MethodPost, coll, body, 30*time.Second)
+		if err == nil && code == http.StatusCreated {
+			fc.Ms = ms(time.Since(t1))
+			break
+		}
+		retry := err == nil && (code == http.StatusNotFound || code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable)
+		if !retry || time.Now().After(deadline) || p.ctx.Err() != nil {
+			f := p.httpFail(http.MethodPost, coll, code, b, err)
+			f.Error = strings.TrimSpace(fmt.Sprintf("attempt %d after Established: %s (before: %v)", fc.Attempts, f.Error, fc.Statuses))
+			return nil, &f
+		}
+		fc.Statuses[statusKey(code, err)]++
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(fc.Statuses) == 0 {
+		fc.Statuses = nil
+	}
+	log.Printf("  %s: Established after %.0f ms; 201 %.1f ms later, attempt %d", name, fc.EstablishedMs, fc.Ms, fc.Attempts)
+	return fc, nil
+}
+
+// convList lists the CronTab collection as v1 (plain JSON, as the convert
+// phase) and checks the answer: n items of v1, with host and port converted
+// from each hostPort when through the webhook. The first GET is timed alone;
+// a 429 is retried after its Retry-After (1 s if none), as client-go does,
+// until a 200 (at most 100 GETs and -wait).
+func (p *pathsRun) convList(group string, webhook bool) (*convListRun, *failure) {
+	path := p.base + "/apis/" + group + "/v1/namespaces/" + p.ns + "/crontabs"
+	before := p.hook.snapshot()
+	cl := &convListRun{}
+	deadline := time.Now().Add(p.waitFor)
+	t0 := time.Now()
+	for {
+		cl.Attempts++
+		ctx, cancel := context.WithTimeout(p.ctx, 2*time.Minute)
+		t1 := time.Now()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, path, nil)
+		var (
+			code  int
+			b     []byte
+			after = time.Second
+		)
+		if err == nil {
+			req.Header.Set("Accept", "application/json")
+			req.Header.Set("User-Agent", "crdbench")
+			var resp *http.Response
+			if resp, err = p.c.client.Do(req); err == nil {
+				code = resp.StatusCode
+				b, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s >= 0 && s <= 60 {
+					after = time.Duration(s) * time.Second
+				}
+			}
+		}
+		d := time.Since(t1)
+		cancel()
+		if cl.Attempts == 1 {
+			cl.Ms, cl.Status = ms(d), code
+			if code != http.StatusOK {
+				var st struct {
+					Message string `json:"message"`
+				}
+				_ = json.Unmarshal(b, &st)
+				cl.Message = st.Message
+			}
+		}
+		if err == nil && code == http.StatusTooManyRequests && cl.Attempts < 100 && time.Now().Add(after).Before(deadline) {
+			time.Sleep(after)
+			continue
+		}
+		cl.UntilOKMs, cl.Bytes = ms(time.Since(t0)), len(b)
+		cl.Webhook = p.hook.snapshot().minus(before)
+		if err != nil || code != http.StatusOK {
+			f := p.httpFail(http.MethodGet, path, code, b, err)
+			f.Error = strings.TrimSpace(fmt.Sprintf("%s (GET %d of this list)", f.Error, cl.Attempts))
+			f.Body += fmt.Sprintf(" [webhook during this list: %d calls, %d objects, %d non-200]", cl.Webhook.Calls, cl.Webhook.Objects, cl.Webhook.Non200)
+			return cl, &f
+		}
+		if _, problem := checkCronTabs(b, p.n, "crontab-", group+"/v1", webhook); problem != "" {
+			return cl, &failure{Method: http.MethodGet, Path: strings.TrimPrefix(path, p.base), Status: code, Error: "wrong answer: " + problem}
+		}
+		cl.Items = p.n
+		return cl, nil
+	}
+}
+
+// tableColumn is the name of a column of a meta.k8s.io Table.
+type tableColumn struct {
+	Name string `json:"name"`
+}
+
+// getObject GETs one object, with the Accept given, and decodes it.
+func (p *pathsRun) getObject(url, accept string, v any) (int, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", accept)
+	req.Header.Set("User-Agent", "crdbench")
+	resp, err := p.c.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, err
+	}
+	return resp.StatusCode, json.Unmarshal(b, v)
+}
+
+// changeCRD GETs a CRD, changes it with edit, PUTs it and waits until a GET
+// of the CRD shows the change (observed) with the CRD Established, then
+// until the server serves it: served polls one object every 10 ms.
+func (p *pathsRun) changeCRD(name string, edit func(map[string]any) error, observed func(map[string]any) bool, served func() bool) (*convChange, *failure) {
+	crd, code, b, err := p.getCRD(name)
+	if crd == nil {
+		f := p.httpFail(http.MethodGet, p.base+crdPath+"/"+name, code, b, err)
+		return nil, &f
+	}
+	if err := edit(crd); err != nil {
+		return nil, &failure{Method: http.MethodPut, Path: crdPath + "/" + name, Error: err.Error()}
+	}
+	body, _ := json.Marshal(crd)
+	ch := &convChange{}
+	t0 := time.Now()
+	code, b, err = p.do(http.MethodPut, p.base+crdPath+"/"+name, body, 30*time.Second)
+	ch.PutMs = ms(time.Since(t0))
+	if err != nil || code != http.StatusOK {
+		f := p.httpFail(http.MethodPut, p.base+crdPath+"/"+name, code, b, err)
+		return ch, &f
+	}
+	var put map[string]any
+	_ = json.Unmarshal(b, &put)
+	gen := crdGeneration(put)
+	d, polls, err := p.waitCRD(name, t0, 10*time.Millisecond, func(c map[string]any) bool {
+		return crdGeneration(c) >= gen && crdEstablished(c) && observed(c)
+	})
+	ch.ObservedMs, ch.Polls = ms(d), polls
+	if err != nil {
+		return ch, &failure{Method: http.MethodGet, Path: crdPath + "/" + name, Error: err.Error()}
+	}
+	before := p.hook.snapshot()
+	deadline := time.Now().Add(p.waitFor)
+	for ch.ServePolls = 1; !served(); ch.ServePolls++ {
+		if ch.ServePolls >= 100_000 || time.Now().After(deadline) || p.ctx.Err() != nil {
+			return ch, &failure{Method: http.MethodGet, Path: crdPath + "/" + name, Error: fmt.Sprintf("the change was not served within %v (%d GETs of one object)", p.waitFor, ch.ServePolls)}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ch.ServedMs = ms(time.Since(t0))
+	ch.ServeHooks = p.hook.snapshot().minus(before)
+	return ch, nil
+}
+
+// convRow is row 6: a CronTab CRD with Webhook conversion and n objects in
+// v1beta1; a warm list as v1; a printer column added, then the first list;
+// the conversion set to None (one list), then back to the same Webhook, then
+// the first list.
+func (p *pathsRun) convRow(rd *pathsRound, roundCRDs *[]string) {
+	// The example webhook converts the group example.com only: every round
+	// creates crontabs.example.com afresh (and deletes it at its end). One
+	// that exists already is someone else's, and left alone.
+	group, name := crontab.Group, webhookCRDName
+	cv := &convPaths{CRD: name}
+	rd.Conv = cv
+	log.Printf("round %d: conversion webhook CRD %s", rd.Round, name)
+	if f, ok := p.createCRD(name, withLabel(crontabCRD(group, p.hookURL, p.caPEM), p.res.RunID)); !ok {
+		p.fail(rd, "conv-setup", f)
+		return
+	}
+	*roundCRDs = append(*roundCRDs, name)
+	if _, _, err := p.waitCRD(name, time.Now(), 20*time.Millisecond, crdEstablished); err != nil {
+		p.fail(rd, "conv-setup", failure{Error: err.Error()})
+		return
+	}
+	time.Sleep(p.settle)
+	coll := p.base + "/apis/" + group + "/v1beta1/namespaces/" + p.ns + "/crontabs"
+	bodies := make([][]byte, p.n)
+	for i := range bodies {
+		bodies[i] = crontabBody(group, "crontab-"+strconv.Itoa(100000 + i)[1:], i)
+	}
+	phaseCtx, cancel := context.WithTimeout(p.ctx, p.phaseLimit)
+	pop := p.c.run(phaseCtx, "conv-populate", p.n, p.conc, func(i int) coreReq {
+		return coreReq{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
+	}, nil)
+	cancel()
+	cv.Populate = &pop
+	if pop.FirstError != nil || pop.Aborted {
+		f := failure{Error: "not all CronTabs could be created"}
+		if pop.FirstError != nil {
+			f = *pop.FirstError
+		}
+		p.fail(rd, "conv-setup", f)
+		return
+	}
+	var f *failure
+	if cv.First, f = p.convList(group, true); f != nil {
+		p.fail(rd, "conv-setup", *f)
+		return
+	}
+	if cv.Warm, f = p.convList(group, true); f != nil {
+		p.fail(rd, "conv-setup", *f)
+		return
+	}
+	log.Printf("  first list as v1: %.1f ms, %d webhook calls; warm list: %.1f ms, %d calls", cv.First.Ms, cv.First.Webhook.Calls, cv.Warm.Ms, cv.Warm.Webhook.Calls)
+
+	// What one object's GET shows: the printer columns of its Table, and
+	// whether its v1 has host (through the webhook) or not (None).
+	obj := p.base + "/apis/" + group + "/v1/namespaces/" + p.ns + "/crontabs/crontab-00000"
+	hasColumn := func() bool {
+		var t struct {
+			ColumnDefinitions []tableColumn `json:"columnDefinitions"`
+		}
+		code, err := p.getObject(obj, "application/json;as=Table;v=v1;g=meta.k8s.io", &t)
+		return err == nil && code == http.StatusOK && slices.Contains(t.ColumnDefinitions, tableColumn{Name: "Image"})
+	}
+	hostIs := func(want bool) func() bool {
+		return func() bool {
+			var o struct {
+				Host *string `json:"host"`
+			}
+			code, err := p.getObject(obj, "application/json", &o)
+			return err == nil && code == http.StatusOK && (o.Host != nil) == want
+		}
+	}
+
+	// The edit: a printer column on v1; conversion untouched.
+	column := map[string]any{"name": "Image", "type": "string", "jsonPath": ".spec.image"}
+	cv.Edit, f = p.changeCRD(name, func(c map[string]any) error {
+		if !addColumn(c, "v1", column) {
+			return errors.New("no version v1 in the CRD")
+		}
+		return nil
+	}, func(c map[string]any) bool { return crdHasColumn(c, "v1", "Image") }, hasColumn)
+	if f != nil {
+		p.fail(rd, "conv-edit", *f)
+		return
+	}
+	if cv.Edit.List, f = p.convList(group, true); f != nil {
+		p.fail(rd, "conv-edit", *f)
+		return
+	}
+	log.Printf("  after the edit (observed in %.0f ms, served in %.0f ms): first GET HTTP %d in %.1f ms; a 200 list after %.1f ms, %d GETs, %d webhook calls",
+		cv.Edit.ObservedMs, cv.Edit.ServedMs, cv.Edit.List.Status, cv.Edit.List.Ms, cv.Edit.List.UntilOKMs, cv.Edit.List.Attempts, cv.Edit.List.Webhook.Calls)
+
+	// Webhook → None, one list; then None → the same Webhook as before.
+	var webhookConv any
+	cv.ToNone, f = p.changeCRD(name, func(c map[string]any) error {
+		spec, _ := c["spec"].(map[string]any)
+		if spec == nil {
+			return errors.New("CRD without spec")
+		}
+		webhookConv = spec["conversion"]
+		spec["conversion"] = map[string]any{"strategy": "None"}
+		return nil
+	}, func(c map[string]any) bool { return crdConversion(c) == "None" }, hostIs(false))
+	if f != nil {
+		p.fail(rd, "conv-flip", *f)
+		return
+	}
+	if cv.ToNone.List, f = p.convList(group, false); f != nil {
+		p.fail(rd, "conv-flip", *f)
+		return
+	}
+	cv.Flip, f = p.changeCRD(name, func(c map[string]any) error {
+		spec, _ := c["spec"].(map[string]any)
+		if spec == nil {
+			return errors.New("CRD without spec")
+		}
+		spec["conversion"] = webhookConv
+		return nil
+	}, func(c map[string]any) bool { return crdConversion(c) == "Webhook" }, hostIs(true))
+	if f != nil {
+		p.fail(rd, "conv-flip", *f)
+		return
+	}
+	if cv.Flip.List, f = p.convList(group, true); f != nil {
+		p.fail(rd, "conv-flip", *f)
+		return
+	}
+	log.Printf("  None → Webhook (observed in %.0f ms, served in %.0f ms): first GET HTTP %d in %.1f ms; a 200 list after %.1f ms, %d GETs, %d webhook calls",
+		cv.Flip.ObservedMs, cv.Flip.ServedMs, cv.Flip.List.Status, cv.Flip.List.Ms, cv.Flip.List.UntilOKMs, cv.Flip.List.Attempts, cv.Flip.List.Webhook.Calls)
+}
+
+func printPaths(r *pathsResult) {
+	fmt.Printf("%s: server %s  protocol %s  run %s  %d objects of %d bytes, %d round(s)\n", r.Name, r.Server, r.Protocol, r.RunID, r.N, r.BodyBytes, len(r.RoundsData))
+	for _, rd := range r.RoundsData {
+		fmt.Printf("round %d (%.1f s, load %.2f):\n", rd.Round, rd.WallSec, rd.Load1)
+		if p := rd.Creates; p != nil {
+			fmt.Printf("  creates  %d with %d workers: %.1f req/s, p50 %.2f ms, p99 %.2f ms, %d errors\n", p.Requests, p.Concurrency, p.PerSecond, p.P50Ms, p.P99Ms, p.Errors)
+		}
+		if len(rd.RSS) > 0 {
+			fmt.Printf("  RSS      %.1f MiB after the creates (%.1f MiB before)\n", rd.RSSMiB, rd.RSSBeforeMiB)
+		}
+		if p := rd.Gets; p != nil {
+			fmt.Printf("  gets     %d sequential: %.1f req/s, p50 %.2f ms, p99 %.2f ms, %d errors\n", p.Requests, p.PerSecond, p.P50Ms, p.P99Ms, p.Errors)
+		}
+		for i, s := range rd.Lists {
+			fmt.Printf("  list %d   %.1f ms, %d items, %d bytes, %d on the wire (%s), HTTP %d\n", i+1, s.Ms, s.Items, s.Bytes, s.WireBytes, s.Encoding, s.Status)
+		}
+		for i, w := range rd.Walks {
+			fmt.Printf("  walk %d   %.1f ms (%.1f ms in requests), %d pages, %d items, slowest page %.1f ms\n", i+1, w.Ms, w.RequestMs, w.Pages, w.Items, w.MaxPageMs)
+		}
+		for _, w := range rd.Watches {
+			fmt.Printf("  watch    %d watchers (%d connections): %d/%d delivered, %d missed, p50 %.1f ms, p99 %.1f ms, max %.1f ms; patches p50 %.1f ms\n",
+				w.Watchers, w.Conns, w.Delivered, w.Expected, w.Missed, w.P50Ms, w.P99Ms, w.MaxMs, w.WriteP50Ms)
+		}
+		if d := rd.Delete; d != nil {
+			fmt.Printf("  delete   CRD of %d objects: gone after %.0f ms, collection 404 after %.0f ms\n", d.Objects, d.GoneMs, d.CollectionGoneMs)
+		}
+		for _, fc := range rd.FirstCreates {
+			fmt.Printf("  first    create after Established: %.1f ms, %d attempts %v\n", fc.Ms, fc.Attempts, fc.Statuses)
+		}
+		if cv := rd.Conv; cv != nil {
+			for _, x := range []struct {
+				what string
+				l    *convListRun
+			}{{"first list", cv.First}, {"warm list", cv.Warm}} {
+				if x.l != nil {
+					fmt.Printf("  conv     %s %.1f ms (%d calls, %d objects)\n", x.what, x.l.Ms, x.l.Webhook.Calls, x.l.Webhook.Objects)
+				}
+			}
+			for _, x := range []struct {
+				what string
+				ch   *convChange
+			}{{"after edit", cv.Edit}, {"as None", cv.ToNone}, {"after flip", cv.Flip}} {
+				if x.ch != nil && x.ch.List != nil {
+					l := x.ch.List
+					fmt.Printf("  conv     %s: observed %.0f ms, served %.0f ms; first GET HTTP %d %.1f ms %s; 200 after %.1f ms, %d GETs (%d calls, %d objects)\n",
+						x.what, x.ch.ObservedMs, x.ch.ServedMs, l.Status, l.Ms, l.Message, l.UntilOKMs, l.Attempts, l.Webhook.Calls, l.Webhook.Objects)
+				}
+			}
+		}
+		for row, why := range rd.Failed {
+			fmt.Printf("  FAILED   %s: %s\n", row, why)
+		}
+	}
+	for _, c := range r.Cleanup {
+		fmt.Println("cleanup:", c)
+	}
+	for _, f := range r.Failures {
+		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
+	}
+	if r.Error != "" {
+		fmt.Printf("ERROR: %s\n", r.Error)
+	}
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDeliveryBook(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(msec int) time.Time { return t0.Add(time.Duration(msec) * time.Millisecond) }
+	b := newDeliveryBook(2, 3) // 2 watchers, 3 writes
+	b.wrote(0, at(0), true)
+	b.wrote(1, at(100), true)
+	b.wrote(2, at(200), false) // refused by the server: not expected
+
+	// Watcher 0 gets writes 0 and 1 (1 twice), and an event of no write.
+	if b.arrive(0, 0, at(5)) {
+		t.Fatal("watcher 0 complete after one event")
+	}
+	b.arrive(0, 1, at(130))
+	b.arrive(0, 1, at(140)) // duplicate
+	b.arrive(0, 7, at(150)) // no such write
+	b.unexpected(0)         // e.g. an ADDED event
+	// Watcher 1 gets write 1 only, and the refused write's event.
+	b.arrive(1, 1, at(110))
+	if b.arrive(1, 2, at(210)) { // 2 of 3 writes: not complete
+		t.Fatal("watcher 1 complete with 2 of 3 events")
+	}
+	if got := b.total.Load(); got != 4 {
+		t.Fatalf("total first deliveries %d, want 4", got)
+	}
+
+	s := b.summary()
+	// Expected: 2 watchers × 2 accepted writes.
+	if s.Expected != 4 || s.Delivered != 3 || s.Missed != 1 {
+		t.Fatalf("expected/delivered/missed = %d/%d/%d, want 4/3/1", s.Expected, s.Delivered, s.Missed)
+	}
+	if s.Duplicates != 1 {
+		t.Fatalf("duplicates %d, want 1", s.Duplicates)
+	}
+	// The out-of-range seq, the ADDED event, and the refused write's event.
+	if s.Unexpected != 3 {
+		t.Fatalf("unexpected %d, want 3", s.Unexpected)
+	}
+	// Delays 5, 30, 10 ms: p50 10 (nearest rank), p99 = max = 30.
+	if s.P50 != 10*time.Millisecond || s.P99 != 30*time.Millisecond || s.Max != 30*time.Millisecond {
+		t.Fatalf("p50/p99/max = %v/%v/%v, want 10ms/30ms/30ms", s.P50, s.P99, s.Max)
+	}
+	if s.Mean != 15*time.Millisecond {
+		t.Fatalf("mean %v, want 15ms", s.Mean)
+	}
+	if !s.Last.Equal(at(130)) {
+		t.Fatalf("last delivery %v, want %v", s.Last, at(130))
+	}
+}
+
+func TestDeliveryBookComplete(t *testing.T) {
+	b := newDeliveryBook(1, 2)
+	now := time.Now()
+	b.wrote(0, now, true)
+	b.wrote(1, now, true)
+	if b.arrive(0, 1, now) {
+		t.Fatal("complete after 1 of 2")
+	}
+	if !b.arrive(0, 0, now.Add(time.Millisecond)) {
+		t.Fatal("not complete after 2 of 2")
+	}
+	s := b.summary()
+	if s.Missed != 0 || s.Delivered != 2 || s.Unexpected != 0 || s.Duplicates != 0 {
+		t.Fatalf("summary %+v", s)
+	}
+	// Nothing delivered: no percentiles, all missed.
+	e := newDeliveryBook(3, 2)
+	e.wrote(0, now, true)
+	e.wrote(1, now, true)
+	if s := e.summary(); s.Missed != 6 || s.Delivered != 0 || s.P99 != 0 {
+		t.Fatalf("empty summary %+v", s)
+	}
+}
+
+func TestPathsBody(t *testing.T) {
+	group := "r1-abc123.paths.crdbench.example.com"
+	for _, size := range []int{1024, 2000} {
+		for _, i := range []int{0, 7, 9999} {
+			b := pathsBody(group, "item-"+strings.Repeat("0", 5), i, size)
+			if len(b) != size {
+				t.Fatalf("size %d, object %d: body is %d bytes", size, i, len(b))
+			}
+			var obj struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Spec       struct {
+					Seq  *int   `json:"seq"`
+					Data string `json:"data"`
+				} `json:"spec"`
+			}
+			if err := json.Unmarshal(b, &obj); err != nil {
+				t.Fatal(err)
+			}
+			if obj.APIVersion != group+"/v1" || obj.Kind != "PathItem" || obj.Spec.Seq == nil || obj.Spec.Data == "" {
+				t.Fatalf("body %s", b)
+			}
+		}
+	}
+	// Smaller than the object itself: no padding.
+	if b := pathsBody(group, "x", 1, 0); bytes.Contains(b, []byte(`"data":"0`)) || len(b) > 300 {
+		t.Fatalf("unpadded body %s", b)
+	}
+	// Deterministic per object, different between objects.
+	a1, a2, b1 := pathsBody(group, "x", 1, 1024), pathsBody(group, "x", 1, 1024), pathsBody(group, "x", 2, 1024)
+	if !bytes.Equal(a1, a2) || bytes.Equal(a1, b1) {
+		t.Fatal("padding not deterministic per object")
+	}
+	// The pathsCRD schema covers the body's spec fields.
+	var crd map[string]any
+	if err := json.Unmarshal(pathsCRD(group, "abc123"), &crd); err != nil {
+		t.Fatal(err)
+	}
+	if crd["metadata"].(map[string]any)["name"] != pathsPlural+"."+group {
+		t.Fatalf("CRD name %v", crd["metadata"])
+	}
+	props := crd["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)["properties"].(map[string]any)["spec"].(map[string]any)["properties"].(map[string]any)
+	for _, f := range []string{"size", "color", "tags", "seq", "data"} {
+		if props[f] == nil {
+			t.Fatalf("schema lacks spec.%s", f)
+		}
+	}
+}
+
+func TestCRDHelpers(t *testing.T) {
+	var crd map[string]any
+	_ = json.Unmarshal(withLabel(crontabCRD("example.com", "https://127.0.0.1:1/convert", []byte("pem")), "run1"), &crd)
+	if l := crd["metadata"].(map[string]any)["labels"].(map[string]any)[pathsLabel]; l != "run1" {
+		t.Fatalf("label %v", l)
+	}
+	if crdConversion(crd) != "Webhook" {
+		t.Fatalf("conversion %q", crdConversion(crd))
+	}
+	if crdEstablished(crd) {
+		t.Fatal("Established without a status")
+	}
+	crd["status"] = map[string]any{"conditions": []any{
+		map[string]any{"type": "NamesAccepted", "status": "True"},
+		map[string]any{"type": "Established", "status": "True"},
+	}}
+	if !crdEstablished(crd) {
+		t.Fatal("not Established")
+	}
+	crd["metadata"].(map[string]any)["generation"] = float64(3)
+	if crdGeneration(crd) != 3 {
+		t.Fatalf("generation %d", crdGeneration(crd))
+	}
+	if crdHasColumn(crd, "v1", "Image") {
+		t.Fatal("column before it was added")
+	}
+	if !addColumn(crd, "v1", map[string]any{"name": "Image", "type": "string", "jsonPath": ".spec.image"}) || !crdHasColumn(crd, "v1", "Image") {
+		t.Fatal("column not added to v1")
+	}
+	if crdHasColumn(crd, "v1beta1", "Image") || addColumn(crd, "v9", nil) {
+		t.Fatal("column on the wrong version")
+	}
+}
+
+func TestCheckNamesAndParse(t *testing.T) {
+	seen := map[string]bool{}
+	if p := checkNames([]string{"a", "b"}, 3, seen); p != "" {
+		t.Fatal(p)
+	}
+	if p := checkNames([]string{"c"}, 3, seen); p != "" || len(seen) != 3 {
+		t.Fatal(p)
+	}
+	if p := checkNames([]string{"b"}, 3, seen); !strings.Contains(p, "twice") {
+		t.Fatalf("duplicate not found: %q", p)
+	}
+	if p := checkNames([]string{"d"}, 3, seen); !strings.Contains(p, "want 3") {
+		t.Fatalf("too many not found: %q", p)
+	}
+	kind, cont, names, err := listNames([]byte(`{"kind":"PathItemList","metadata":{"continue":"tok"},"items":[{"metadata":{"name":"x"}},{"metadata":{"name":"y"}}]}`))
+	if err != nil || kind != "PathItemList" || cont != "tok" || strings.Join(names, ",") != "x,y" {
+		t.Fatalf("listNames: %q %q %v %v", kind, cont, names, err)
+	}
+	if ws, err := parseWatchers("200, 1000"); err != nil || len(ws) != 2 || ws[1] != 1000 {
+		t.Fatalf("parseWatchers: %v %v", ws, err)
+	}
+	for _, bad := range []string{"0", "x", "6000"} {
+		if _, err := parseWatchers(bad); err == nil {
+			t.Fatalf("parseWatchers(%q) accepted", bad)
+		}
+	}
+}
+
+// getGzip decompresses a gzip answer and counts its bytes on the wire.
+func TestGetGzip(t *testing.T) {
+	body := []byte(strings.Repeat(`{"metadata":{"name":"item"}},`, 2000))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Accept-Encoding") != "gzip" || r.URL.Query().Get("plain") != "" {
+			_, _ = w.Write(body)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		_, _ = zw.Write(body)
+		_ = zw.Close()
+	}))
+	defer srv.Close()
+	c := &coreClient{client: srv.Client(), base: srv.URL}
+	code, b, wire, enc, err := c.getGzip(context.Background(), srv.URL)
+	if err != nil || code != 200 || enc != "gzip" || !bytes.Equal(b, body) || wire <= 0 || wire >= len(body)/4 {
+		t.Fatalf("gzip: code %d enc %q err %v, %d bytes, %d on the wire", code, enc, err, len(b), wire)
+	}
+	code, b, wire, enc, err = c.getGzip(context.Background(), srv.URL+"?plain=1")
+	if err != nil || code != 200 || enc != "" || !bytes.Equal(b, body) || wire != len(body) {
+		t.Fatalf("plain: code %d enc %q err %v, %d bytes, %d on the wire", code, enc, err, len(b), wire)
+	}
+}
+
+// The report shows no figure for a row that failed in any round, and the
+// first GET's status when it was not a 200.
+func TestPathsReportCells(t *testing.T) {
+	ok := func(round int, ms float64) pathsRound {
+		return pathsRound{Round: round, ListMedianMs: ms, Creates: &phase{Requests: 10, PerSecond: 100 * ms},
+			Conv: &convPaths{Edit: &convChange{List: &convListRun{Ms: ms, Status: 200, UntilOKMs: ms, Attempts: 1}}}}
+	}
+	s := pathsSide{res: &pathsResult{RoundsData: []pathsRound{ok(1, 10), ok(2, 30), ok(3, 20)}}}
+	list := func(rd *pathsRound) (float64, bool) { return rd.ListMedianMs, rd.ListMedianMs > 0 }
+	if v := s.cell(pathsRows("list"), list, 1, " ms"); !v.ok || v.v != 20 || v.String() != "20.0 ms (10.0–30.0)" {
+		t.Fatalf("cell %q", v)
+	}
+	s.res.RoundsData[1].Failed = map[string]string{"list": "wrong answer"}
+	if v := s.cell(pathsRows("list"), list, 1, " ms"); v.ok || !strings.Contains(v.String(), "failed") {
+		t.Fatalf("failed row shown as %q", v)
+	}
+	// Another row's failure does not hide this one.
+	if v := s.cell(pathsRows("creates"), phaseFig(func(rd *pathsRound) *phase { return rd.Creates }, func(p *phase) float64 { return p.PerSecond }), 0, ""); !v.ok {
+		t.Fatalf("creates %q", v)
+	}
+	edit := func(cv *convPaths) *convListRun { return cv.Edit.List }
+	if v := firstGetCell(s, pathsRows("conv-edit"), edit); !v.ok || v.v != 20 {
+		t.Fatalf("first GET %q", v)
+	}
+	s.res.RoundsData[0].Conv.Edit.List = &convListRun{Ms: 3, Status: 429, Message: "storage is (re)initializing", UntilOKMs: 1000, Attempts: 2}
+	if v := firstGetCell(s, pathsRows("conv-edit"), edit); v.ok || !strings.Contains(v.String(), "HTTP 429") || !strings.Contains(v.String(), "1 of 3") {
+		t.Fatalf("first GET with a 429 shown as %q", v)
+	}
+	if v := (pathsSide{why: "not measured"}).cell(pathsRows("list"), list, 1, ""); v.ok || v.String() != "not measured" {
+		t.Fatalf("missing side %q", v)
+	}
+}
