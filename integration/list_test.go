@@ -140,6 +140,17 @@ func TestListPagination(t *testing.T) {
 	if err != nil || n != 7 {
 		t.Fatalf("pager: %v %d", err, n)
 	}
+	// Pages of a range that did not change since the first page are the
+	// watch cache's: the same items, resourceVersion and remaining count.
+	again, err := cts.List(e.ctx, metav1.ListOptions{Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := cts.List(e.ctx, metav1.ListOptions{Limit: 3, Continue: again.GetContinue()})
+	if err != nil || len(next.Items) != 3 || next.Items[0].GetName() != "ct-003" || next.GetResourceVersion() != again.GetResourceVersion() ||
+		next.GetRemainingItemCount() == nil || *next.GetRemainingItemCount() != 1 {
+		t.Fatalf("unchanged second page: %v %d items, rv %s (first %s), remaining %v", err, len(next.Items), next.GetResourceVersion(), again.GetResourceVersion(), next.GetRemainingItemCount())
+	}
 	// Bad tokens and combinations.
 	expectStatus(t, e.do("GET", ctPath+"?limit=1&continue=abc", ""), http.StatusBadRequest, metav1.StatusReasonBadRequest, "invalid continue token")
 	expectStatus(t, e.do("GET", ctPath+"?limit=1&resourceVersion=5&continue="+first.GetContinue(), ""), http.StatusBadRequest, metav1.StatusReasonBadRequest, "specifying resource version is not allowed when using continue")

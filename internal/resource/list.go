@@ -260,6 +260,12 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 		if start < lo || start >= hi {
 			return nil, apierrors.NewBadRequest("invalid continue token: continue key is not valid: key is outside the listed range")
 		}
+		if !post {
+			// Unchanged since the first page: the cache has that state.
+			if l, ok := res.Cache.ListAt(store.ListOptions{Namespace: c.namespace, Start: start, Limit: int(opts.Limit), Filter: keep}, crev); ok {
+				return cachedPage(l, sel), nil
+			}
+		}
 		p, err := c.collectFromStore(start, hi, crev, opts.Limit, sel)
 		if errors.Is(err, store.ErrCompacted) {
 			return nil, expiredContinue()
@@ -300,7 +306,11 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 		l := cache.List(store.ListOptions{Namespace: c.namespace, Filter: keep})
 		return c.selectConverted(l.Items, l.Rev, opts.Limit, sel)
 	}
-	l := cache.List(store.ListOptions{Namespace: c.namespace, Limit: int(opts.Limit), Filter: keep})
+	return cachedPage(cache.List(store.ListOptions{Namespace: c.namespace, Limit: int(opts.Limit), Filter: keep}), sel), nil
+}
+
+// cachedPage is a page of cached items.
+func cachedPage(l store.CachedList, sel *selection) *page {
 	p := &page{rev: l.Rev, next: l.Next, remaining: l.Remaining, items: make([][]byte, len(l.Items)), cached: l.Items}
 	for i, it := range l.Items {
 		p.items[i] = it.Raw
@@ -308,7 +318,7 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 	if sel != nil {
 		p.remaining = -1
 	}
-	return p, nil
+	return p
 }
 
 // selectBatch is how many objects are converted at once to be matched.

@@ -548,6 +548,38 @@ func (c *Cache) List(o ListOptions) CachedList {
 	return listTree(c.tree, c.rev, c.prefix, o)
 }
 
+// ListAt lists as List does, as of revision rev (a paginated list's
+// next page): the cache's state is that of rev for the listed range when
+// no key of the range changed after rev. It reports false when that cannot
+// be told (rev is older than the history or later than the cache) or a
+// key of the range changed: the page is then etcd's to give.
+func (c *Cache) ListAt(o ListOptions, rev int64) (CachedList, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.ready || rev > c.rev || rev < c.oldest {
+		return CachedList{}, false
+	}
+	lo := c.prefix
+	if o.Namespace != "" {
+		lo = c.prefix + o.Namespace + "/"
+	}
+	hi := PrefixEnd(lo)
+	if o.Start > lo {
+		lo = o.Start
+	}
+	n := len(c.history)
+	for i := c.hlen - 1; i >= 0; i-- {
+		ev := c.history[(c.hstart+i)%n]
+		if ev.Rev <= rev {
+			break
+		}
+		if ev.Item != nil && ev.Item.Key >= lo && ev.Item.Key < hi {
+			return CachedList{}, false
+		}
+	}
+	return listTree(c.tree, rev, c.prefix, o), true
+}
+
 func listTree(tree *btree.BTreeG[*Item], rev int64, prefix string, o ListOptions) CachedList {
 	lo := prefix
 	if o.Namespace != "" {

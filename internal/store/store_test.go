@@ -323,3 +323,60 @@ func TestHistoryGrows(t *testing.T) {
 		t.Fatalf("ring of %d holds %d events from %d, oldest %d; want 300 from 101, oldest 100", len(c.history), len(got), got[0], c.oldest)
 	}
 }
+
+// ListAt gives a later page of a list from the cache while nothing in its
+// range changed after the list's revision, and declines otherwise.
+func TestListAt(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	var rev int64
+	for i := 0; i < 4; i++ {
+		r, err := s.Create(ctx, fmt.Sprintf("/c/ns1/k%d", i), obj("ns1", fmt.Sprint(i), "red"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = r
+	}
+	c := NewCache(s, "/c/", decodeTest, CacheOptions{}, slog.Default())
+	defer c.Stop()
+	if err := c.WaitFresh(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	page := func(start string) (CachedList, bool) {
+		return c.ListAt(ListOptions{Namespace: "ns1", Start: start, Limit: 2}, rev)
+	}
+	l, ok := page("/c/ns1/k2")
+	if !ok || len(l.Items) != 2 || l.Items[0].Key != "/c/ns1/k2" || l.Rev != rev || l.Next != "" {
+		t.Fatalf("unchanged: %v %+v", ok, l)
+	}
+	if _, ok := c.ListAt(ListOptions{Namespace: "ns1"}, rev+100); ok {
+		t.Error("a revision the cache has not reached was listed")
+	}
+	// A change in another namespace, or before the start, leaves the page.
+	other, err := s.Create(ctx, "/c/ns2/x", obj("ns2", "x", "red"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	early, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitFresh(ctx, max(other, early)); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := page("/c/ns1/k2"); !ok || len(l.Items) != 2 {
+		t.Fatalf("changes outside the page's range: %v %+v", ok, l)
+	}
+	// A change in the range does not.
+	kv, _, _ := s.Get(ctx, "/c/ns1/k3", 0)
+	last, _, err := s.Delete(ctx, "/c/ns1/k3", kv.ModRevision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitFresh(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := page("/c/ns1/k2"); ok {
+		t.Error("a page whose range changed was listed from the cache")
+	}
+}
