@@ -67,6 +67,12 @@ func startEmbedded(ctx context.Context, dir string, noFsync bool) (*Embedded, er
 	cfg.Metrics = "basic"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.UnsafeNoFsync = noFsync
+	// etcd keeps the raft log in memory up to a snapshot, and some entries
+	// after it for slow followers: by default 10,000 and 5,000 writes,
+	// some 15 MiB of memory with 1-KiB objects. A single embedded member
+	// has no followers: a snapshot every 1,000 writes, 100 entries kept.
+	cfg.SnapshotCount = 1000
+	cfg.SnapshotCatchUpEntries = 100
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
