@@ -31,10 +31,13 @@ import (
 // Publisher serves /openapi/v2 and /openapi/v3 for the built-in APIs and
 // the Established CRDs of the latest registry Index.
 type Publisher struct {
-	// latest is the Index given to Sync; applied is the one the documents
-	// describe. They are reconciled on the next request.
-	latest  atomic.Pointer[registry.Index]
-	applied atomic.Pointer[registry.Index]
+	// latest is the Index given to Sync, with its number; applied is the
+	// number of the one the documents describe (not the Index: an old
+	// Index holds the resources, and the watch caches, of deleted CRDs).
+	// They are reconciled on the next request.
+	latest  atomic.Pointer[syncedIndex]
+	syncs   atomic.Uint64
+	applied atomic.Uint64
 
 	// shared serves the built-in documents, for every server of the
 	// process with the same built-in resources; v3 serves this server's
@@ -131,7 +134,13 @@ func sharedBuiltinSet(docs []builtinDocument) *builtinSet {
 // Sync takes a new registry Index. It only records it, so it is safe to
 // call under the registry lock; the next request updates the documents.
 func (p *Publisher) Sync(ix *registry.Index) {
-	p.latest.Store(ix)
+	p.latest.Store(&syncedIndex{ix: ix, n: p.syncs.Add(1)})
+}
+
+// syncedIndex is an Index given to Sync and its number (from 1).
+type syncedIndex struct {
+	ix *registry.Index
+	n  uint64
 }
 
 // ServeHTTP answers /openapi/v2, /openapi/v3 and /openapi/v3/...; anything
@@ -162,17 +171,18 @@ func (p *Publisher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // refresh brings the documents up to date with the latest Index.
 func (p *Publisher) refresh() {
-	if p.applied.Load() == p.latest.Load() {
+	l := p.latest.Load()
+	if l == nil || p.applied.Load() == l.n {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ix := p.latest.Load()
-	if p.applied.Load() == ix {
+	l = p.latest.Load()
+	if p.applied.Load() == l.n {
 		return
 	}
-	p.apply(ix)
-	p.applied.Store(ix)
+	p.apply(l.ix)
+	p.applied.Store(l.n)
 }
 
 // apply publishes the Established CRDs of ix. Only the group/versions

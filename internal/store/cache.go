@@ -461,6 +461,10 @@ func (c *Cache) closeAll(err error, final bool) {
 	if final {
 		c.stopped = true
 		c.ready = false
+		// Nothing can watch a stopped cache: its history (a deleted
+		// CRD's cache holds the deletion of every object) goes, even
+		// while something still holds the cache.
+		c.history, c.hstart, c.hlen = nil, 0, 0
 	}
 }
 
