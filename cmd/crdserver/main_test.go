@@ -8,7 +8,7 @@ func TestShouldRelease(t *testing.T) {
 		heap, live uint64
 		want       bool
 	}{
-		{heap: 30 * mib, live: 5 * mib, want: false},   // little to give back
+		{heap: 30 * mib, live: 5 * mib, want: false},    // little to give back
 		{heap: 250 * mib, live: 120 * mib, want: false}, // a busy heap between collections
 		{heap: 160 * mib, live: 20 * mib, want: true},   // a heap that shrank
 		{heap: 96 * mib, live: 32 * mib, want: false},   // the thresholds
