@@ -115,6 +115,11 @@ type Admission struct {
 	o        Options
 	log      *slog.Logger
 	resolver resolver.SchemaResolver
+	// plugins is the client the plugins are given: Options.Client, reading
+	// OpenAPI through Options.OpenAPI when set. The informers use
+	// Options.Client itself (client-go tells a fake clientset from a real
+	// one by methods a wrapper would hide).
+	plugins kubernetes.Interface
 
 	startOnce sync.Once
 	chain     atomic.Pointer[chain]
@@ -162,15 +167,15 @@ func New(o Options) (*Admission, error) {
 	if o.APIServerID == "" {
 		o.APIServerID = "crdserver"
 	}
+	a := &Admission{o: o, log: o.Log, resolver: o.SchemaResolver, plugins: o.Client, started: make(chan struct{})}
 	if o.OpenAPI != nil {
-		o.Client = clientWithOpenAPI{Interface: o.Client, openapi: o.OpenAPI}
+		a.plugins = clientWithOpenAPI{Interface: o.Client, openapi: o.OpenAPI}
 	}
-	a := &Admission{o: o, log: o.Log, resolver: o.SchemaResolver, started: make(chan struct{})}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
 	if a.resolver == nil {
-		a.resolver = &resolver.ClientDiscoveryResolver{Discovery: o.Client.Discovery()}
+		a.resolver = &resolver.ClientDiscoveryResolver{Discovery: a.plugins.Discovery()}
 	}
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(newMetricsCollector()); err != nil {
@@ -217,7 +222,7 @@ func (a *Admission) start(ctx context.Context) error {
 	// its default configuration.
 	initializers := admission.PluginInitializers{
 		initializer.NewAPIServerIDInitializer(a.o.APIServerID),
-		initializer.New(a.o.Client, a.o.Dynamic, factory, unconditional{a.o.Authorizer},
+		initializer.New(a.plugins, a.o.Dynamic, factory, unconditional{a.o.Authorizer},
 			utilfeature.DefaultFeatureGate, nil, stop, a.o.RESTMapper),
 		webhookinit.NewPluginInitializer(nil, serviceResolver(a.o.ServiceAddresses)),
 		excludedInitializer{},

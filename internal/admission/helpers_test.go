@@ -32,7 +32,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/warning"
-	"k8s.io/client-go/discovery"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/openapi"
@@ -152,7 +151,8 @@ func newEnv(t *testing.T, o Options) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e := &env{t: t, client: client, registry: prometheus.NewRegistry(), ctx: ctx}
-	o.Client = withOpenAPI{Clientset: client, paths: schemas}
+	o.Client = client
+	o.OpenAPI = staticPaths(schemas) // the fake's own discovery panics
 	o.Dynamic = dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	o.RESTMapper = mapper
 	o.Authorizer = allowAll
@@ -176,25 +176,10 @@ func newEnv(t *testing.T, o Options) *env {
 	return e
 }
 
-// withOpenAPI is a fake clientset whose discovery serves OpenAPI v3
-// documents (the fake's own panics).
-type withOpenAPI struct {
-	*fake.Clientset
-	paths map[string]openapi.GroupVersion
-}
+// staticPaths are OpenAPI v3 documents by path.
+type staticPaths map[string]openapi.GroupVersion
 
-func (c withOpenAPI) Discovery() discovery.DiscoveryInterfaces {
-	return openAPIDiscovery{DiscoveryInterfaces: c.Clientset.Discovery(), paths: c.paths}
-}
-
-type openAPIDiscovery struct {
-	discovery.DiscoveryInterfaces
-	paths map[string]openapi.GroupVersion
-}
-
-func (d openAPIDiscovery) OpenAPIV3() openapi.Client { return d }
-
-func (d openAPIDiscovery) Paths() (map[string]openapi.GroupVersion, error) { return d.paths, nil }
+func (p staticPaths) Paths() (map[string]openapi.GroupVersion, error) { return p, nil }
 
 type staticSchema []byte
 

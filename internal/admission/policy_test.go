@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 )
 
@@ -318,7 +319,7 @@ func TestMutatingPolicyOtherVersion(t *testing.T) {
 }
 
 func TestNotReadyBeforeStart(t *testing.T) {
-	if _, err := New(Options{Client: withOpenAPI{}, Authorizer: allowAll}); err == nil {
+	if _, err := New(Options{Client: fake.NewClientset(), Authorizer: allowAll}); err == nil {
 		t.Fatal("New without a dynamic client and a RESTMapper")
 	}
 	e := newEnv(t, Options{})
