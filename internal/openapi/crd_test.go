@@ -3,15 +3,19 @@ package openapi
 import (
 	"bytes"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"weak"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
+
+	"github.com/crdserver/crdserver/internal/registry"
 )
 
 func TestCRDDocuments(t *testing.T) {
@@ -237,4 +241,22 @@ func TestClient(t *testing.T) {
 	if _, err := gone.Schema("application/json"); err == nil {
 		t.Error("a path without a document gave a schema")
 	}
+}
+
+// The publisher keeps no Index but the latest: an older one holds the
+// resources, and the watch caches, of CRDs deleted since.
+func TestOldIndexIsReleased(t *testing.T) {
+	p := New(builtins(t))
+	gone := func() weak.Pointer[registry.Index] {
+		old := index([]*apiextensionsv1.CustomResourceDefinition{cronTab(t, "", "1")})
+		p.Sync(old)
+		root(t, p) // applies it
+		return weak.Make(old)
+	}()
+	p.Sync(index(nil))
+	runtime.GC()
+	if gone.Value() != nil {
+		t.Error("the publisher still holds an Index it was given before the latest")
+	}
+	runtime.KeepAlive(p)
 }

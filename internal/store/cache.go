@@ -563,14 +563,7 @@ func (c *Cache) ListAt(o ListOptions, rev int64) (CachedList, bool) {
 	if !c.ready || rev > c.rev || rev < c.oldest {
 		return CachedList{}, false
 	}
-	lo := c.prefix
-	if o.Namespace != "" {
-		lo = c.prefix + o.Namespace + "/"
-	}
-	hi := PrefixEnd(lo)
-	if o.Start > lo {
-		lo = o.Start
-	}
+	lo, hi := listRange(c.prefix, o)
 	n := len(c.history)
 	for i := c.hlen - 1; i >= 0; i-- {
 		ev := c.history[(c.hstart+i)%n]
@@ -584,15 +577,21 @@ func (c *Cache) ListAt(o ListOptions, rev int64) (CachedList, bool) {
 	return listTree(c.tree, rev, c.prefix, o), true
 }
 
-func listTree(tree *btree.BTreeG[*Item], rev int64, prefix string, o ListOptions) CachedList {
-	lo := prefix
+// listRange is the range of keys a list of o covers: [lo, hi).
+func listRange(prefix string, o ListOptions) (lo, hi string) {
+	lo = prefix
 	if o.Namespace != "" {
 		lo = prefix + o.Namespace + "/"
 	}
-	hi := PrefixEnd(lo)
+	hi = PrefixEnd(lo)
 	if o.Start > lo {
 		lo = o.Start
 	}
+	return lo, hi
+}
+
+func listTree(tree *btree.BTreeG[*Item], rev int64, prefix string, o ListOptions) CachedList {
+	lo, hi := listRange(prefix, o)
 	out := CachedList{Rev: rev}
 	full := false
 	tree.AscendRange(&Item{Key: lo}, &Item{Key: hi}, func(it *Item) bool {

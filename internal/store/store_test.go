@@ -380,3 +380,31 @@ func TestListAt(t *testing.T) {
 		t.Error("a page whose range changed was listed from the cache")
 	}
 }
+
+// A stopped cache holds no history: nothing can watch it, and a deleted
+// CRD's cache would keep the deletion of each of its objects.
+func TestStoppedCacheDropsHistory(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	c := NewCache(s, "/c/", decodeTest, CacheOptions{}, slog.Default())
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitFresh(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	if c.hlen == 0 {
+		t.Fatal("the create is not in the history")
+	}
+	c.Stop()
+	if c.history != nil || c.hlen != 0 {
+		t.Errorf("a stopped cache holds %d events", c.hlen)
+	}
+	if _, err := c.Watch(ctx, WatchOptions{Rev: rev - 1}); err == nil {
+		t.Error("a stopped cache was watched")
+	}
+}
