@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/applyconfigurations"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
@@ -134,14 +133,14 @@ func builtinTypeConverter() (managedfields.TypeConverter, error) {
 }
 
 // WarmBuiltinTypes builds the built-in types' type converter now (once per
-// process; parsing client-go's schemas takes some 50 ms of CPU). A server
-// starting calls it in the background, beside the storage starting, as
-// its own first writes (the system namespaces, the RBAC defaults) need it.
+// process). A server starting calls it in the background, beside the
+// storage starting, as its own first writes (the system namespaces, the
+// RBAC defaults) need it.
 func WarmBuiltinTypes() { builtinTypes() }
 
 var builtinTypes = sync.OnceValue(func() managedfields.TypeConverter {
 	return unionTypeConverter{
-		kube:          applyconfigurations.NewTypeConverter(request.Scheme()),
+		kube:          newServedTypes(),
 		apiextensions: extapplyconfiguration.NewTypeConverter(request.Scheme()),
 	}
 })

@@ -1,0 +1,159 @@
+package apis
+
+import (
+	"bytes"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.yaml.in/yaml/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/applyconfigurations"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	rbacpolicy "github.com/crdserver/crdserver/internal/auth/rbac"
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/store"
+)
+
+var update = flag.Bool("update", false, "rewrite ../resource/servedtypes.yaml from client-go's schema")
+
+const servedTypesHeader = `# The structured-merge-diff schema of the k8s.io/api kinds crdserver serves
+# and of every type they refer to, as client-go's applyconfigurations give it.
+# Made by TestServedTypes in internal/apis; do not edit. After a client-go
+# update or a new built-in kind: go test ./internal/apis -run TestServedTypes -update
+`
+
+// TestServedTypes makes the schema of the built-in kinds' types from
+// client-go's (every served k8s.io/api kind, and the types it refers to,
+// transitively), checks it is resource.ServedTypesYAML byte for byte, and
+// that what that parses to is client-go's schema, type by type.
+func TestServedTypes(t *testing.T) {
+	st, err := store.Open(t.Context(), store.OpenOptions{Dir: t.TempDir(), NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	var caches []*store.Cache
+	b := New(func(prefix string) *store.Cache {
+		c := store.NewCache(st, prefix, resource.DecodeItem, store.CacheOptions{}, slog.New(slog.DiscardHandler))
+		caches = append(caches, c)
+		return c
+	}, rbacpolicy.NewStore(), Options{})
+	t.Cleanup(func() {
+		for _, c := range caches {
+			c.Stop()
+		}
+	})
+
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}
+	tv, err := applyconfigurations.NewTypeConverter(request.Scheme()).ObjectToTyped(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := tv.Schema()
+
+	// The roots: every kind whose managed fields follow a schema, in each
+	// served version,
+	// but the CRDs' (apiextensions-apiserver's schema has them).
+	var roots []string
+	want := map[string]bool{}
+	var todo []string
+	add := func(name string) {
+		if !want[name] {
+			want[name] = true
+			todo = append(todo, name)
+		}
+	}
+	for _, r := range b.All {
+		if r.FieldManagers == nil || r.FieldManagers.TypeConverter == nil || r.FieldManagers.Group == "apiextensions.k8s.io" {
+			continue
+		}
+		for _, v := range r.Versions {
+			gvk := schema.GroupVersionKind{Group: r.FieldManagers.Group, Version: v.Name, Kind: r.FieldManagers.Kind}
+			name, err := request.Scheme().ToOpenAPIDefinitionName(gvk)
+			if err != nil {
+				t.Fatalf("%v: %v", gvk, err)
+			}
+			roots = append(roots, name)
+			add(name)
+		}
+	}
+	// What the converter falls back to for fields of no type.
+	add("__untyped_atomic_")
+	add("__untyped_deduced_")
+	for len(todo) > 0 {
+		name := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		def, ok := all.FindNamedType(name)
+		if !ok {
+			t.Fatalf("client-go's schema has no type %s", name)
+		}
+		namedTypes(def.Atom, add)
+	}
+	var part smdschema.Schema
+	for _, def := range all.Types {
+		if want[def.Name] {
+			part.Types = append(part.Types, def)
+		}
+	}
+	out, err := yaml.Marshal(&part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append([]byte(servedTypesHeader), out...)
+	if *update {
+		if err := os.WriteFile(filepath.Join("..", "resource", "servedtypes.yaml"), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if !bytes.Equal(out, resource.ServedTypesYAML) {
+		t.Fatalf("internal/resource/servedtypes.yaml is not client-go's schema of the served kinds (%d types); run go test ./internal/apis -run TestServedTypes -update", len(part.Types))
+	}
+
+	// What the server parses is client-go's schema.
+	parsed, err := typed.NewParser(typed.YAMLObject(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parsed.Schema.Types) != len(part.Types) {
+		t.Fatalf("%d types parsed, want %d", len(parsed.Schema.Types), len(part.Types))
+	}
+	for i := range part.Types {
+		got := parsed.Schema.Types[i]
+		if !got.Equals(&part.Types[i]) {
+			t.Errorf("type %s differs from client-go's", got.Name)
+		}
+	}
+	for _, name := range roots {
+		if !parsed.Type(name).IsValid() {
+			t.Errorf("served type %s is not in the schema", name)
+		}
+	}
+	if len(roots) < 15 {
+		t.Errorf("only %d served kinds found: %v", len(roots), roots)
+	}
+}
+
+// namedTypes calls add with every type an atom refers to by name.
+func namedTypes(a smdschema.Atom, add func(string)) {
+	ref := func(r smdschema.TypeRef) {
+		if r.NamedType != nil {
+			add(*r.NamedType)
+		}
+		namedTypes(r.Inlined, add)
+	}
+	if a.Map != nil {
+		for _, f := range a.Fields {
+			ref(f.Type)
+		}
+		ref(a.Map.ElementType)
+	}
+	if a.List != nil {
+		ref(a.List.ElementType)
+	}
+}

@@ -1,0 +1,63 @@
+package resource
+
+import (
+	_ "embed"
+	"log/slog"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"github.com/crdserver/crdserver/internal/request"
+)
+
+// ServedTypesYAML is the structured-merge-diff schema of the k8s.io/api
+// kinds crdserver serves, and of every type they refer to: the part of
+// client-go's schema (the one server-side apply uses for these types) the
+// server needs. Parsing client-go's whole schema (959 types) takes some
+// 70 ms of CPU, and a server's first write waits for it; this part (some
+// 70 types) a few. internal/apis' TestServedTypes makes it from
+// client-go's schema and checks it is what client-go says.
+//
+//go:embed servedtypes.yaml
+var ServedTypesYAML []byte
+
+// servedTypes converts the k8s.io/api kinds with the schema of
+// ServedTypesYAML, and any other kind with client-go's whole schema
+// (parsed on first use).
+type servedTypes struct {
+	scheme *runtime.Scheme
+	parser *typed.Parser
+	served managedfields.TypeConverter
+}
+
+func newServedTypes() servedTypes {
+	scheme := request.Scheme()
+	parser, err := typed.NewParser(typed.YAMLObject(ServedTypesYAML))
+	if err != nil {
+		// Only a broken build gets here (TestServedTypes parses it).
+		slog.Error("resource: the served types' schema does not parse; using client-go's", "err", err)
+		parser = &typed.Parser{}
+	}
+	return servedTypes{scheme: scheme, parser: parser, served: managedfields.NewSchemeTypeConverter(scheme, parser)}
+}
+
+// allKubeTypes is client-go's type converter of every k8s.io/api type.
+var allKubeTypes = sync.OnceValue(func() managedfields.TypeConverter {
+	return applyconfigurations.NewTypeConverter(request.Scheme())
+})
+
+func (s servedTypes) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	if name, err := s.scheme.ToOpenAPIDefinitionName(obj.GetObjectKind().GroupVersionKind()); err == nil {
+		if _, ok := s.parser.Schema.FindNamedType(name); ok {
+			return s.served.ObjectToTyped(obj, opts...)
+		}
+	}
+	return allKubeTypes().ObjectToTyped(obj, opts...)
+}
+
+func (s servedTypes) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
+	return s.served.TypedToObject(v)
+}
