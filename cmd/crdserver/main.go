@@ -199,26 +199,64 @@ func releaseStartupMemory(ctx context.Context) {
 		debug.FreeOSMemory()
 	}
 	// Afterwards, whenever the heap shrank a lot (a CRD and its objects
-	// deleted, a burst of work over), the memory it no longer uses goes
-	// back at once too, rather than over the scavenger's minutes.
-	tick := time.NewTicker(10 * time.Second)
+	// deleted) or a burst of work is over, the memory the heap no longer
+	// uses goes back at once too, rather than over the scavenger's
+	// minutes.
+	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	samples := []metrics.Sample{
 		{Name: "/memory/classes/heap/free:bytes"},
 		{Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/heap/allocs:bytes"},
 	}
+	metrics.Read(samples)
+	r := releaser{last: samples[3].Value.Uint64(), released: samples[3].Value.Uint64()}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 			metrics.Read(samples)
-			if shouldRelease(samples[0].Value.Uint64()+samples[1].Value.Uint64(), samples[2].Value.Uint64()) {
+			if r.release(samples[0].Value.Uint64()+samples[1].Value.Uint64(), samples[2].Value.Uint64(), samples[3].Value.Uint64()) {
 				debug.FreeOSMemory()
 			}
 		}
 	}
+}
+
+// What a quiet second allocates at most, what a burst of work allocates at
+// least, and what the heap must hold beyond the live memory to be worth
+// giving back after one.
+const (
+	quietAllocs  = 2 << 20
+	burstAllocs  = 32 << 20
+	releaseExtra = 16 << 20
+)
+
+// releaser decides, once a second, whether to give the heap's unused
+// memory back: when the heap shrank a lot (shouldRelease), or when a burst
+// of work (burstAllocs allocated since the last release) is followed by a
+// quiet second. A busy server's heap grows to about twice its live memory
+// (GOGC=100) and stays there; an idle one needs only what is live.
+type releaser struct {
+	// last and released are the bytes allocated so far at the previous
+	// second and at the last release.
+	last, released uint64
+}
+
+// release is given the heap's size (objects, dead or alive, and free
+// memory not yet given back), what the last collection found live, and
+// the bytes allocated so far.
+func (r *releaser) release(heap, live, allocs uint64) bool {
+	quiet := allocs-r.last < quietAllocs
+	worked := allocs-r.released >= burstAllocs
+	r.last = allocs
+	if shouldRelease(heap, live) || (quiet && worked && heap >= live+releaseExtra) {
+		r.released = allocs
+		return true
+	}
+	return false
 }
 
 // shouldRelease says whether the heap (its objects, dead or alive, and its

@@ -20,3 +20,28 @@ func TestShouldRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaser: the heap is given back after a burst of work once a
+// second is quiet, not during the burst, not while idle, and not after a
+// burst that left nothing to give back.
+func TestReleaser(t *testing.T) {
+	const mib = 1 << 20
+	r := releaser{last: 100 * mib, released: 100 * mib}
+	for i, c := range []struct {
+		heap, live, allocs uint64
+		want               bool
+	}{
+		{heap: 40 * mib, live: 20 * mib, allocs: 101 * mib, want: false}, // idle
+		{heap: 50 * mib, live: 20 * mib, allocs: 120 * mib, want: false}, // busy
+		{heap: 60 * mib, live: 30 * mib, allocs: 150 * mib, want: false}, // busy, a burst's worth
+		{heap: 60 * mib, live: 30 * mib, allocs: 151 * mib, want: true},  // quiet after the burst
+		{heap: 31 * mib, live: 30 * mib, allocs: 152 * mib, want: false}, // given back: idle
+		{heap: 70 * mib, live: 30 * mib, allocs: 190 * mib, want: false}, // another burst
+		{heap: 40 * mib, live: 30 * mib, allocs: 191 * mib, want: false}, // quiet, but under 16 MiB to give
+		{heap: 200 * mib, live: 30 * mib, allocs: 260 * mib, want: true}, // busy, but the heap shrank
+	} {
+		if got := r.release(c.heap, c.live, c.allocs); got != c.want {
+			t.Errorf("second %d: release(%d MiB heap, %d MiB live, %d MiB allocated) = %v", i, c.heap/mib, c.live/mib, c.allocs/mib, got)
+		}
+	}
+}
