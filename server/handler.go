@@ -16,8 +16,9 @@ import (
 )
 
 // buildHandler assembles the filter chain around the router. Filters run
-// outermost first: recovery, request info, metrics, the request timeout,
-// authentication, audit, impersonation, in-flight limits, authorization,
+// outermost first: recovery, request info, metrics, the request timeout
+// (which serves on a goroutine of its own), stack room, authentication,
+// audit, impersonation, in-flight limits, authorization,
 // compression.
 func (s *Server) buildHandler() http.Handler {
 	metrics := filters.NewMetrics()
@@ -30,6 +31,7 @@ func (s *Server) buildHandler() http.Handler {
 	h = auth.WithImpersonation(h, authz)
 	h = audit.WithAudit(h, s.audit)
 	h = auth.WithAuthentication(h, s.authn)
+	h = filters.WithStackRoom(h)
 	h = filters.WithRequestTimeout(h, s.cfg.RequestTimeout)
 	h = metrics.WithMetrics(h)
 	h = filters.WithRequestInfo(h)
