@@ -38,6 +38,9 @@ func (m *memStore) CurrentRevision(context.Context) (int64, error) {
 	return m.rev, nil
 }
 
+// OnlyWriter: the engine's tests read through the store.
+func (m *memStore) OnlyWriter() bool { return false }
+
 func (m *memStore) Get(_ context.Context, key string, _ int64) (*store.KV, int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

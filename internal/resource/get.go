@@ -18,7 +18,8 @@ func invalidResourceVersion(rv string, err error) error {
 }
 
 // get answers GET of one object: the newest (resourceVersion unset, a
-// quorum read from etcd), any (resourceVersion=0, from the cache), or one
+// quorum read from etcd, or from the cache once it reached the newest
+// revision when this process is etcd's only writer), any (resourceVersion=0, from the cache), or one
 // not older than the given resourceVersion (from the cache once it has
 // caught up).
 func (c *call) get() {
@@ -29,6 +30,20 @@ func (c *call) get() {
 		return
 	}
 	key := c.res.Key(c.namespace, c.info.Name)
+	if rvs == "" && c.h.Store.OnlyWriter() {
+		// A consistent read from the cache: when this process makes every
+		// write, the newest revision is known without asking etcd, and
+		// the cache holds every write made before the request once it
+		// reached it (most often at once).
+		if cur, err := c.h.Store.CurrentRevision(c.ctx); err == nil && c.res.Cache.WaitFresh(c.ctx, cur) == nil {
+			if it, _ := c.res.Cache.Get(key); it != nil {
+				c.respondItem(it)
+				return
+			}
+		}
+		// The cache lags, or does not hold the object: gone, or one it
+		// cannot read (whose read fails with the reason). Read etcd.
+	}
 	if rvs == "" {
 		kv, _, err := c.h.Store.Get(c.ctx, key, 0)
 		if err != nil {

@@ -340,14 +340,19 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 		var ev Event
 		switch e.Type {
 		case clientv3.EventTypePut:
+			// An object the cache cannot read or decode is left out (its
+			// older state too), as when the cache loads: reading it fails
+			// with the reason.
 			value, err := c.store.fromStorage(context.Background(), key, e.Kv.Value)
 			if err != nil {
 				c.log.Error("watch cache: unreadable object skipped", "key", key, "err", err)
+				c.tree.Delete(&Item{Key: key})
 				continue
 			}
 			it, err := c.decode(key, value, rev)
 			if err != nil {
 				c.log.Error("watch cache: undecodable object skipped", "key", key, "err", err)
+				c.tree.Delete(&Item{Key: key})
 				continue
 			}
 			it.memo = &Memo{}
@@ -471,6 +476,12 @@ func (c *Cache) closeAll(err error, final bool) {
 // WaitFresh waits until the cache has applied every change up to rev, for at
 // most the FreshTimeout, asking etcd for progress notifications meanwhile.
 func (c *Cache) WaitFresh(ctx context.Context, rev int64) error {
+	c.mu.RLock()
+	fresh := c.ready && !c.stopped && c.rev >= rev
+	c.mu.RUnlock()
+	if fresh {
+		return nil
+	}
 	deadline := time.NewTimer(c.opts.FreshTimeout)
 	defer deadline.Stop()
 	asked := false

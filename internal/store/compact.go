@@ -54,6 +54,7 @@ func (s *Store) compactOnce(ctx context.Context, version, rev int64) (int64, int
 		return version, rev, err
 	}
 	cur := resp.Header.Revision
+	s.saw(cur)
 	if !resp.Succeeded {
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if len(kvs) > 0 {

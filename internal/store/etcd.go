@@ -144,6 +144,8 @@ func Open(ctx context.Context, o OpenOptions) (*Store, error) {
 	}
 	s := New(e.Client)
 	s.close = e.Close
+	// It listens on no socket: every write is this process's.
+	s.onlyWriter = true
 	return s, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -42,8 +43,12 @@ type KV struct {
 // Store implements it over etcd; nothing outside this package sees etcd.
 type Interface interface {
 	// CurrentRevision returns the newest revision, from a linearizable
-	// read.
+	// read (or, when this process is the store's only writer, the newest
+	// it wrote or read: see Store.CurrentRevision).
 	CurrentRevision(ctx context.Context) (int64, error)
+	// OnlyWriter says whether this process makes every write the store
+	// sees (the embedded etcd, which listens on no socket).
+	OnlyWriter() bool
 	// Get reads one key at revision rev (0: the newest) and returns the
 	// revision of the read.
 	Get(ctx context.Context, key string, rev int64) (*KV, int64, error)
@@ -74,6 +79,10 @@ type Store struct {
 	leases  map[time.Duration]*lease
 	// writes recognises this process's own writes (see WriteStamp).
 	writes writes
+	// onlyWriter: no other process writes to this etcd (the embedded
+	// one). newest is then the newest revision of any answer it gave.
+	onlyWriter bool
+	newest     atomic.Int64
 }
 
 // Transformer turns a value into what etcd stores for a key, and back:
@@ -149,8 +158,17 @@ func interpret(err error) error {
 }
 
 // CurrentRevision returns the newest revision of the store, from a
-// linearizable read.
+// linearizable read. When this process is the store's only writer, it is
+// the newest revision of any answer etcd gave it, known without asking:
+// every write made before the call has its revision in it. (etcd's own
+// deletes of keys whose lease expired are not: a read may see an Event
+// a moment past its TTL, as no client can tell that moment exactly.)
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	if s.onlyWriter {
+		if rev := s.newest.Load(); rev > 0 {
+			return rev, nil
+		}
+	}
 	resp, err := s.get(ctx, "compact_rev_key", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, err
@@ -194,6 +212,19 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 	return kv, resp.Header.Revision, nil
 }
 
+// OnlyWriter implements Interface.
+func (s *Store) OnlyWriter() bool { return s.onlyWriter }
+
+// saw records the revision of an answer of etcd's.
+func (s *Store) saw(rev int64) {
+	for {
+		cur := s.newest.Load()
+		if rev <= cur || s.newest.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
 // get is a read, tried again on another member when one does not answer.
 func (s *Store) get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	var resp *clientv3.GetResponse
@@ -201,6 +232,9 @@ func (s *Store) get(ctx context.Context, key string, opts ...clientv3.OpOption) 
 		resp, err = s.cli.Get(ctx, key, opts...)
 		return err
 	})
+	if err == nil {
+		s.saw(resp.Header.Revision)
+	}
 	return resp, interpret(err)
 }
 
@@ -231,6 +265,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, ttl time.D
 		// it did (and expires otherwise).
 		return 0, interpret(err)
 	}
+	s.saw(resp.Header.Revision)
 	if !resp.Succeeded {
 		// A try that got no answer may have been the one that wrote it.
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; tries > 1 && len(kvs) > 0 && bytes.Equal(kvs[0].Value, stored) {
@@ -305,6 +340,7 @@ func (s *Store) guarded(ctx context.Context, key string, expected int64, op clie
 	if err != nil {
 		return 0, nil, interpret(err)
 	}
+	s.saw(resp.Header.Revision)
 	if !resp.Succeeded {
 		var raw *mvccpb.KeyValue
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {

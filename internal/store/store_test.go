@@ -408,3 +408,59 @@ func TestStoppedCacheDropsHistory(t *testing.T) {
 		t.Error("a stopped cache was watched")
 	}
 }
+
+// TestOnlyWriterRevision: the embedded etcd's store knows the newest
+// revision from its own answers (writes, reads, failed guards) without
+// asking etcd; a store that is not the only writer asks etcd each time.
+func TestOnlyWriterRevision(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, OpenOptions{Dir: t.TempDir(), NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if !s.OnlyWriter() {
+		t.Fatal("the embedded etcd's store is not its only writer")
+	}
+	// Another writer on the same etcd, which the embedded one never has:
+	// what it writes shows what CurrentRevision does not ask.
+	other := New(s.cli)
+	if other.OnlyWriter() {
+		t.Fatal("a store over a client is its only writer")
+	}
+	check := func(what string, want int64) {
+		t.Helper()
+		got, err := s.CurrentRevision(ctx)
+		if err != nil || got != want {
+			t.Errorf("%s: CurrentRevision = %d, %v; want %d", what, got, err, want)
+		}
+	}
+	rev, err := s.Create(ctx, "/registry/things/a", []byte(`{"metadata":{"name":"a"}}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after a create", rev)
+	orev, err := other.Create(ctx, "/registry/things/b", []byte(`{"metadata":{"name":"b"}}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after another process's write", rev)
+	if got, err := other.CurrentRevision(ctx); err != nil || got != orev {
+		t.Errorf("the other store: CurrentRevision = %d, %v; want %d", got, err, orev)
+	}
+	// A failed guard answers with the newest revision too.
+	if _, _, err := s.Update(ctx, "/registry/things/a", []byte(`{"metadata":{"name":"a"}}`), rev-1, 0); !errors.Is(err, ErrConflict) {
+		t.Fatalf("update with an old revision: %v", err)
+	}
+	check("after a failed update", orev)
+	urev, _, err := s.Update(ctx, "/registry/things/a", []byte(`{"metadata":{"name":"a","labels":{"x":"y"}}}`), rev, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after an update", urev)
+	drev, _, err := s.Delete(ctx, "/registry/things/a", urev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after a delete", drev)
+}
