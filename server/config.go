@@ -78,8 +78,9 @@ type Config struct {
 	EtcdCertFile string
 	EtcdKeyFile  string
 	// EtcdNoFsync makes the embedded etcd skip fsync: writes are much
-	// faster, and a crash of the machine may lose the latest of them. For
-	// tests (package crdtest sets it), never for data you keep.
+	// faster, and a crash of the machine may lose the latest of them. The
+	// certificates the server makes are not synced either. For tests
+	// (package crdtest sets it), never for data you keep.
 	EtcdNoFsync bool
 	// CompactionInterval is how often old etcd revisions are compacted
 	// (default 5 minutes; negative disables).

@@ -44,7 +44,11 @@ func setupTLS(cfg Config) (*tlsSetup, error) {
 	case cfg.CACertFile != "" || cfg.CAKeyFile != "":
 		return nil, errors.New("--ca-cert-file and --ca-key-file go together")
 	}
-	bundle, err := pki.Ensure(filepath.Join(cfg.DataDir, "pki"), dedupe(hosts), time.Now(), ca)
+	ensure := pki.Ensure
+	if cfg.EtcdNoFsync {
+		ensure = pki.EnsureScratch
+	}
+	bundle, err := ensure(filepath.Join(cfg.DataDir, "pki"), dedupe(hosts), time.Now(), ca)
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}

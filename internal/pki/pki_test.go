@@ -141,7 +141,7 @@ func TestEnsureWithOperatorCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := write(opDir, "ca.crt", "ca.key", caCert, caKey); err != nil {
+	if err := write(opDir, "ca.crt", "ca.key", caCert, caKey, true); err != nil {
 		t.Fatal(err)
 	}
 	ca := &CA{CertFile: filepath.Join(opDir, "ca.crt"), KeyFile: filepath.Join(opDir, "ca.key")}
@@ -177,7 +177,7 @@ func TestEnsureWithOperatorCA(t *testing.T) {
 	}
 	// Refused: a key of another CA, a certificate that is not a CA.
 	_, otherKey, _ := newCA(now)
-	if err := write(opDir, "ca2.crt", "other.key", caCert, otherKey); err != nil {
+	if err := write(opDir, "ca2.crt", "other.key", caCert, otherKey, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Ensure(t.TempDir(), nil, now, &CA{CertFile: ca.CertFile, KeyFile: filepath.Join(opDir, "other.key")}); err == nil || !strings.Contains(err.Error(), "is not the key of") {
