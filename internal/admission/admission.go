@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -127,13 +128,39 @@ type Admission struct {
 	started   chan struct{}                   // closed once factory is set
 }
 
-// chain is the assembled admission.Interface (both a MutationInterface and
-// a ValidationInterface).
+// chain is the admission configuration, followed, and the plugins acting
+// on it, built the first time they are needed: until a policy, binding or
+// webhook configuration exists they would admit everything unchanged, and
+// building them (the webhook plugins' CEL environments above all) is a
+// good part of what a server's start costs.
 type chain struct {
-	admission.Interface
 	// configs are the informers' stores of the policies, bindings and
 	// webhook configurations the plugins act on.
 	configs []cache.Store
+	// build builds the plugins' chain (both a MutationInterface and a
+	// ValidationInterface).
+	build func() (admission.Interface, error)
+
+	mu    sync.Mutex
+	built atomic.Pointer[admission.Interface]
+}
+
+// plugins returns the plugins' chain, building it on first use.
+func (c *chain) plugins() (admission.Interface, error) {
+	if p := c.built.Load(); p != nil {
+		return *p, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.built.Load(); p != nil {
+		return *p, nil
+	}
+	p, err := c.build()
+	if err != nil {
+		return nil, err
+	}
+	c.built.Store(&p)
+	return p, nil
 }
 
 // configured reports whether any policy, binding or webhook configuration
@@ -188,10 +215,13 @@ func New(o Options) (*Admission, error) {
 	return a, nil
 }
 
-// Start builds the plugins and their chain, starts the informers they watch
-// and waits until these have listed everything. When ctx ends first, it
-// returns an error (requests wait for the plugins to be ready, then). All
-// that Start starts stops when ctx ends. Start may be called once.
+// Start starts the informers of the admission configuration (policies,
+// bindings, webhook configurations) and of namespaces, and waits until
+// these have listed everything. The plugins are built the first time a
+// request needs them: once some configuration exists, or when Admit or
+// Validate is called. When ctx ends first, Start returns an error
+// (requests are refused until it has returned). All that Start starts,
+// and the plugins, stop when ctx ends. Start may be called once.
 func (a *Admission) Start(ctx context.Context) error {
 	err := errors.New("admission: Start called twice")
 	a.startOnce.Do(func() { err = a.start(ctx) })
@@ -210,6 +240,22 @@ func (a *Admission) start(ctx context.Context) error {
 		return err
 	}
 
+	a.chain.Store(&chain{configs: configs, build: func() (admission.Interface, error) { return a.build(ctx, factory) }})
+	a.factory = factory
+	close(a.started)
+
+	if r, ok := a.o.RESTMapper.(meta.ResettableRESTMapper); ok {
+		go wait.Until(r.Reset, 30*time.Second, stop)
+	}
+	a.log.Info("admission started", "plugins", pluginOrder)
+	return nil
+}
+
+// build builds the plugins' chain on factory, whose informers of the
+// configuration have synced, and waits until the informers the plugins
+// ask for besides have synced too. The plugins run until ctx ends.
+func (a *Admission) build(ctx context.Context, factory informers.SharedInformerFactory) (admission.Interface, error) {
+	stop := ctx.Done()
 	plugins := admission.NewPlugins()
 	mutatingpolicy.Register(plugins)
 	mutatingwebhook.Register(plugins)
@@ -230,23 +276,16 @@ func (a *Admission) start(ctx context.Context) error {
 	decorators := admission.Decorators{admission.DecoratorFunc(admissionmetrics.WithControllerMetrics)}
 	c, err := plugins.NewFromPlugins(pluginOrder, noConfig{}, initializers, decorators)
 	if err != nil {
-		return fmt.Errorf("admission: %w", err)
-	}
-	a.chain.Store(&chain{Interface: admissionmetrics.WithStepMetrics(c), configs: configs})
-	a.factory = factory
-	close(a.started)
-
-	if r, ok := a.o.RESTMapper.(meta.ResettableRESTMapper); ok {
-		go wait.Until(r.Reset, 30*time.Second, stop)
+		return nil, fmt.Errorf("admission: %w", err)
 	}
 	factory.Start(stop) // what the plugins asked for besides
 	for typ, ok := range factory.WaitForCacheSync(stop) {
 		if !ok {
-			return fmt.Errorf("admission: the informer of %v has not synced: %w", typ, context.Cause(ctx))
+			return nil, fmt.Errorf("admission: the informer of %v has not synced: %w", typ, context.Cause(ctx))
 		}
 	}
-	a.log.Info("admission started", "plugins", pluginOrder)
-	return nil
+	a.log.Info("admission plugins built", "plugins", pluginOrder)
+	return admissionmetrics.WithStepMetrics(c), nil
 }
 
 // syncInformers starts the informers of the admission configuration and
@@ -288,7 +327,12 @@ func syncInformers(ctx context.Context, f informers.SharedInformerFactory) ([]ca
 // writes pay nothing for admission until it is configured.
 func (a *Admission) Handles(op admission.Operation) bool {
 	if c := a.chain.Load(); c != nil {
-		return c.configured() && c.Handles(op)
+		if !c.configured() {
+			return false
+		}
+		p, err := c.plugins()
+		// A chain that cannot be built refuses the request (Admit).
+		return err != nil || p.Handles(op)
 	}
 	return op == admission.Create || op == admission.Update || op == admission.Delete || op == admission.Connect
 }
@@ -299,22 +343,37 @@ func (a *Admission) Handles(op admission.Operation) bool {
 // admission.NewAttributesRecord (audit annotations are collected there)
 // and o from NewObjectInterfaces.
 func (a *Admission) Admit(ctx context.Context, attrs admission.Attributes, o admission.ObjectInterfaces) error {
+	p, err := a.pluginsFor(attrs)
+	if err != nil {
+		return err
+	}
+	return p.(admission.MutationInterface).Admit(ctx, attrs, o)
+}
+
+// pluginsFor returns the plugins' chain for a request: a Forbidden error
+// before Start has followed the configuration, an internal error when the
+// plugins cannot be built.
+func (a *Admission) pluginsFor(attrs admission.Attributes) (admission.Interface, error) {
 	c := a.chain.Load()
 	if c == nil {
-		return admission.NewForbidden(attrs, errors.New("not yet ready to handle request"))
+		return nil, admission.NewForbidden(attrs, errors.New("not yet ready to handle request"))
 	}
-	return c.Interface.(admission.MutationInterface).Admit(ctx, attrs, o)
+	p, err := c.plugins()
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return p, nil
 }
 
 // Validate runs the validating phase: ValidatingAdmissionPolicies, then
 // validating webhooks, on the final object (after mutation, defaulting
 // and schema validation).
 func (a *Admission) Validate(ctx context.Context, attrs admission.Attributes, o admission.ObjectInterfaces) error {
-	c := a.chain.Load()
-	if c == nil {
-		return admission.NewForbidden(attrs, errors.New("not yet ready to handle request"))
+	p, err := a.pluginsFor(attrs)
+	if err != nil {
+		return err
 	}
-	return c.Interface.(admission.ValidationInterface).Validate(ctx, attrs, o)
+	return p.(admission.ValidationInterface).Validate(ctx, attrs, o)
 }
 
 // noConfig gives every plugin no configuration file.

@@ -352,3 +352,30 @@ func TestHandlesOnlyWhenConfigured(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPluginsBuiltWhenConfigured: with no policy, binding or webhook
+// configuration, admission handles nothing and the plugins are not built;
+// the first request once a policy exists builds them, and the policy acts.
+func TestPluginsBuiltWhenConfigured(t *testing.T) {
+	e := newEnv(t, Options{})
+	built := func() bool { return e.adm.chain.Load().built.Load() != nil }
+	if e.adm.Handles(admission.Create) || built() {
+		t.Fatalf("no configuration: Handles %v, plugins built %v", e.adm.Handles(admission.Create), built())
+	}
+	p := validatingPolicy("max-replicas", admissionregistrationv1.Validation{Expression: "object.spec.replicas <= 5"})
+	e.createValidating(p, validatingBinding("max-replicas-binding", p.Name, admissionregistrationv1.Deny))
+	eventually(t, func() error {
+		if !e.adm.Handles(admission.Create) {
+			return errors.New("a policy exists, admission handles no create")
+		}
+		return nil
+	})
+	if !built() {
+		t.Fatal("admission handles creates, the plugins are not built")
+	}
+	oi := NewObjectInterfaces(widgetFuncs)
+	eventually(t, func() error {
+		_, err := e.admit(attrs(widget("w1", 10), nil, widgetsV1), oi)
+		return errorIs(err, "denied request")
+	})
+}
