@@ -126,31 +126,53 @@ func bootstrap(ctx context.Context, dyn dynamic.Interface) error {
 			}
 		})
 	}
+	// What is stored already, in one list each (not a GET per role).
 	roles := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
+	storedRoles, err := byName(ctx, roles)
+	if err != nil {
+		return err
+	}
+	bindings := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"))
+	storedBindings, err := byName(ctx, bindings)
+	if err != nil {
+		return err
+	}
 	for _, want := range rbac.DefaultClusterRoles() {
 		do(func() error {
 			want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindClusterRole}
 			have := &rbacv1.ClusterRole{}
-			return reconcile(ctx, roles, want.Name, &want, have, func() (any, bool) { return rbac.ReconcileClusterRole(have, want) })
+			return reconcile(ctx, roles, storedRoles[want.Name], &want, have, func() (any, bool) { return rbac.ReconcileClusterRole(have, want) })
 		})
 	}
-	bindings := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"))
 	for _, want := range rbac.DefaultClusterRoleBindings() {
 		do(func() error {
 			want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindClusterRoleBinding}
 			have := &rbacv1.ClusterRoleBinding{}
-			return reconcile(ctx, bindings, want.Name, &want, have, func() (any, bool) { return rbac.ReconcileClusterRoleBinding(have, want) })
+			return reconcile(ctx, bindings, storedBindings[want.Name], &want, have, func() (any, bool) { return rbac.ReconcileClusterRoleBinding(have, want) })
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// reconcile creates want if name does not exist; otherwise it reads it into
-// have and writes what merge returns, if merge says it changed.
-func reconcile(ctx context.Context, client dynamic.NamespaceableResourceInterface, name string, want, have any, merge func() (any, bool)) error {
-	u, err := client.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+// byName lists a resource's objects, by name.
+func byName(ctx context.Context, client dynamic.NamespaceableResourceInterface) (map[string]*unstructured.Unstructured, error) {
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].GetName()] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// reconcile creates want if it is not stored (u is nil); otherwise it
+// reads u into have and writes what merge returns, if merge says it
+// changed. Another replica may create it meanwhile: that is as good.
+func reconcile(ctx context.Context, client dynamic.NamespaceableResourceInterface, u *unstructured.Unstructured, want, have any, merge func() (any, bool)) error {
+	if u == nil {
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 		if err != nil {
 			return err
@@ -159,9 +181,6 @@ func reconcile(ctx context.Context, client dynamic.NamespaceableResourceInterfac
 			return err
 		}
 		return nil
-	}
-	if err != nil {
-		return err
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, have); err != nil {
 		return err

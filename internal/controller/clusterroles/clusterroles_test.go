@@ -8,6 +8,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -31,8 +32,12 @@ func TestBootstrapCreatesTheDefaultPolicyOnce(t *testing.T) {
 	}
 	creates := 0
 	for _, a := range dyn.Actions() {
-		if a.GetVerb() == "create" {
+		switch a.GetVerb() {
+		case "create":
 			creates++
+		case "list":
+		default:
+			t.Errorf("bootstrap on an empty store: %v (want a list of each resource, then creates)", a)
 		}
 	}
 	if want := len(rbac.DefaultClusterRoles()) + len(rbac.DefaultClusterRoleBindings()); creates != want {
@@ -44,9 +49,48 @@ func TestBootstrapCreatesTheDefaultPolicyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range dyn.Actions() {
-		if a.GetVerb() != "get" {
+		if a.GetVerb() != "list" {
 			t.Fatalf("second bootstrap wrote: %v", a)
 		}
+	}
+}
+
+// TestBootstrapRestoresChangedRoles: a stored default role that lost a
+// rule gets it back (an update), as kube-apiserver's reconciliation does.
+func TestBootstrapRestoresChangedRoles(t *testing.T) {
+	dyn := fakeClient()
+	ctx := context.Background()
+	if err := bootstrap(ctx, dyn); err != nil {
+		t.Fatal(err)
+	}
+	roles := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
+	u, err := roles.Get(ctx, "system:discovery", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Object["rules"] = []any{}
+	if _, err := roles.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn.ClearActions()
+	if err := bootstrap(ctx, dyn); err != nil {
+		t.Fatal(err)
+	}
+	var updated []string
+	for _, a := range dyn.Actions() {
+		if a.GetVerb() == "update" {
+			updated = append(updated, a.(clienttesting.UpdateAction).GetObject().(metav1.Object).GetName())
+		}
+	}
+	if len(updated) != 1 || updated[0] != "system:discovery" {
+		t.Fatalf("updated %v, want system:discovery", updated)
+	}
+	u, err = roles.Get(ctx, "system:discovery", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rules, _, _ := unstructured.NestedSlice(u.Object, "rules"); len(rules) == 0 {
+		t.Error("the rules were not restored")
 	}
 }
 
