@@ -28,6 +28,8 @@ type memStore struct {
 	rev  int64
 	kvs  map[string]*store.KV
 	puts int
+	// only makes it say it is its etcd's only writer.
+	only bool
 }
 
 func newMemStore() *memStore { return &memStore{rev: 1, kvs: map[string]*store.KV{}} }
@@ -38,8 +40,8 @@ func (m *memStore) CurrentRevision(context.Context) (int64, error) {
 	return m.rev, nil
 }
 
-// OnlyWriter: the engine's tests read through the store.
-func (m *memStore) OnlyWriter() bool { return false }
+// OnlyWriter: the engine's tests read through the store, unless only.
+func (m *memStore) OnlyWriter() bool { return m.only }
 
 func (m *memStore) Get(_ context.Context, key string, _ int64) (*store.KV, int64, error) {
 	m.mu.Lock()
@@ -351,4 +353,48 @@ func TestEngineAddressing(t *testing.T) {
 	// namespace object's own path names it.
 	e.res.Namespaced = false
 	e.do("GET", "/apis/example.com/v1/namespaces/default/widgets/w1", "", "").status(t, 404, metav1.StatusReasonNotFound, "")
+}
+
+// TestEngineGetFromCache: when the store is its etcd's only writer, a GET
+// without resourceVersion is answered from the cache once it reaches the
+// newest revision, and from the store when the cache stays behind.
+func TestEngineGetFromCache(t *testing.T) {
+	e := newEngine(t)
+	e.store.only = true
+	if a := e.do("POST", widgetsPath, "application/json", widget("w", "")); a.code != http.StatusCreated {
+		t.Fatalf("create: %d %s", a.code, a.raw)
+	}
+	key := e.res.Key("default", "w")
+	kv, _, err := e.store.Get(context.Background(), key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A cache past the newest revision, holding the object with a label
+	// the stored one lacks: the GET is answered from it.
+	cached := widget("w", `,"labels":{"from":"cache"}`)
+	it, err := DecodeItem(key, []byte(cached), kv.ModRevision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.res.Cache = store.NewFixedCache(e.res.KeyPrefix, kv.ModRevision+10, it)
+	a := e.do("GET", widgetsPath+"/w", "", "")
+	if a.code != http.StatusOK || !strings.Contains(a.raw, `"from":"cache"`) {
+		t.Fatalf("GET with a cache at the newest revision: %d %s", a.code, a.raw)
+	}
+	// A cache that stays behind (with an older state): the GET reads the
+	// store.
+	old, err := DecodeItem(key, []byte(cached), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.res.Cache = store.NewFixedCache(e.res.KeyPrefix, 1, old)
+	a = e.do("GET", widgetsPath+"/w", "", "")
+	if a.code != http.StatusOK || strings.Contains(a.raw, `"from":"cache"`) {
+		t.Fatalf("GET with a cache behind: %d %s", a.code, a.raw)
+	}
+	// An object the cache lacks is read from the store too.
+	e.res.Cache = store.NewFixedCache(e.res.KeyPrefix, kv.ModRevision+10)
+	if a := e.do("GET", widgetsPath+"/w", "", ""); a.code != http.StatusOK {
+		t.Fatalf("GET with a cache lacking the object: %d %s", a.code, a.raw)
+	}
 }

@@ -1,9 +1,11 @@
 package resource
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -35,7 +37,7 @@ func (c *call) get() {
 		// write, the newest revision is known without asking etcd, and
 		// the cache holds every write made before the request once it
 		// reached it (most often at once).
-		if cur, err := c.h.Store.CurrentRevision(c.ctx); err == nil && c.res.Cache.WaitFresh(c.ctx, cur) == nil {
+		if cur, err := c.h.Store.CurrentRevision(c.ctx); err == nil && c.cacheReaches(cur) {
 			if it, _ := c.res.Cache.Get(key); it != nil {
 				c.respondItem(it)
 				return
@@ -79,6 +81,22 @@ func (c *call) get() {
 		return
 	}
 	c.respondItem(it)
+}
+
+// freshWait bounds how long a GET waits for the cache to reach the newest
+// revision before it reads etcd instead: a healthy cache is there at once,
+// or within a progress notification from etcd.
+const freshWait = 100 * time.Millisecond
+
+// cacheReaches reports whether the resource's cache reaches revision rev,
+// waiting for it up to freshWait.
+func (c *call) cacheReaches(rev int64) bool {
+	if c.res.Cache.Reaches(rev) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, freshWait)
+	defer cancel()
+	return c.res.Cache.WaitFresh(ctx, rev) == nil
 }
 
 // respondItem sends a cached object in the request's version (as a Table

@@ -473,13 +473,18 @@ func (c *Cache) closeAll(err error, final bool) {
 	}
 }
 
+// Reaches reports whether the cache is loaded and has applied every change
+// up to rev, without waiting.
+func (c *Cache) Reaches(rev int64) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.ready && !c.stopped && c.rev >= rev
+}
+
 // WaitFresh waits until the cache has applied every change up to rev, for at
 // most the FreshTimeout, asking etcd for progress notifications meanwhile.
 func (c *Cache) WaitFresh(ctx context.Context, rev int64) error {
-	c.mu.RLock()
-	fresh := c.ready && !c.stopped && c.rev >= rev
-	c.mu.RUnlock()
-	if fresh {
+	if c.Reaches(rev) {
 		return nil
 	}
 	deadline := time.NewTimer(c.opts.FreshTimeout)
