@@ -1,8 +1,10 @@
 package conversion
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -103,5 +105,41 @@ func TestNoneReportsWhatChanged(t *testing.T) {
 	res, _ = None{}.Convert(context.Background(), in[1:], "g/v2")
 	if res.Changed != nil {
 		t.Fatalf("nothing to do, yet changed %v", res.Changed)
+	}
+}
+
+// TestItemsSplitAcrossCPUs: a list big enough is converted in parts on
+// several goroutines, with the same objects, in the same order, as one
+// batch converts them; what was converted is remembered.
+func TestItemsSplitAcrossCPUs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	ctx := context.Background()
+	objs := benchObjects(3 * splitMin)
+	for name, conv := range benchConverters(t) {
+		want, err := conv.Convert(ctx, objs, "example.com/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := make([]*store.Item, len(objs))
+		for i, o := range objs {
+			items[i] = store.NewCachedItem(&store.Item{Key: fmt.Sprint(i), Raw: o})
+		}
+		got, err := Items(ctx, conv, items, "example.com/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want.Objects) {
+			t.Fatalf("%s: %d objects, want %d", name, len(got), len(want.Objects))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want.Objects[i]) {
+				t.Fatalf("%s: object %d:\n%s\nwant\n%s", name, i, got[i], want.Objects[i])
+			}
+		}
+		for i := range items {
+			if _, ok := lookup(items[i], conv, "example.com/v1"); !ok {
+				t.Fatalf("%s: object %d's conversion not remembered", name, i)
+			}
+		}
 	}
 }
