@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
@@ -26,22 +27,28 @@ var ServedTypesYAML []byte
 
 // servedTypes converts the k8s.io/api kinds with the schema of
 // ServedTypesYAML, and any other kind with client-go's whole schema
-// (parsed on first use).
+// (parsed on first use). It types objects as apimachinery's scheme type
+// converter does (managedfields.NewSchemeTypeConverter, its oracle in
+// TestServedTypesFallBack), with the scheme's name of each kind's type
+// kept: finding it makes a new object of the type.
 type servedTypes struct {
 	scheme *runtime.Scheme
 	parser *typed.Parser
+	names  sync.Map // schema.GroupVersionKind → string
+	// served is apimachinery's scheme type converter on parser, which
+	// turns typed values back into objects (whatever their schema).
 	served managedfields.TypeConverter
 }
 
-func newServedTypes() servedTypes {
-	scheme := request.Scheme()
+func newServedTypes() *servedTypes {
 	parser, err := typed.NewParser(typed.YAMLObject(ServedTypesYAML))
 	if err != nil {
 		// Only a broken build gets here (TestServedTypes parses it).
 		slog.Error("resource: the served types' schema does not parse; using client-go's", "err", err)
 		parser = &typed.Parser{}
 	}
-	return servedTypes{scheme: scheme, parser: parser, served: managedfields.NewSchemeTypeConverter(scheme, parser)}
+	scheme := request.Scheme()
+	return &servedTypes{scheme: scheme, parser: parser, served: managedfields.NewSchemeTypeConverter(scheme, parser)}
 }
 
 // allKubeTypes is client-go's type converter of every k8s.io/api type.
@@ -49,15 +56,26 @@ var allKubeTypes = sync.OnceValue(func() managedfields.TypeConverter {
 	return applyconfigurations.NewTypeConverter(request.Scheme())
 })
 
-func (s servedTypes) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
-	if name, err := s.scheme.ToOpenAPIDefinitionName(obj.GetObjectKind().GroupVersionKind()); err == nil {
-		if _, ok := s.parser.Schema.FindNamedType(name); ok {
-			return s.served.ObjectToTyped(obj, opts...)
+func (s *servedTypes) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	name, ok := s.names.Load(gvk)
+	if !ok {
+		n, err := s.scheme.ToOpenAPIDefinitionName(gvk)
+		if err != nil {
+			return allKubeTypes().ObjectToTyped(obj, opts...)
 		}
+		name, _ = s.names.LoadOrStore(gvk, n)
 	}
-	return allKubeTypes().ObjectToTyped(obj, opts...)
+	t := s.parser.Type(name.(string))
+	if !t.IsValid() {
+		return allKubeTypes().ObjectToTyped(obj, opts...)
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return t.FromUnstructured(u.UnstructuredContent(), opts...)
+	}
+	return t.FromStructured(obj, opts...)
 }
 
-func (s servedTypes) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
+func (s *servedTypes) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
 	return s.served.TypedToObject(v)
 }
