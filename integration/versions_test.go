@@ -3,10 +3,12 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,4 +226,63 @@ func TestAuditMarksDeprecatedRequests(t *testing.T) {
 	if !found || !plain {
 		t.Fatalf("deprecated annotation: found %v, absent on v1 %v\n%s", found, plain, data)
 	}
+}
+
+// TestBigListConvertedInOrder: a list of more objects than a list
+// converts on one goroutine (700), read through client-go in the version
+// not stored, right after the creates and again after a CRD edit (nothing
+// remembered for the new schemas), holds every object once, converted, in
+// the stored list's order.
+func TestBigListConvertedInOrder(t *testing.T) {
+	e := start(t)
+	e.createCRD(twoVersions(t))
+	tabs := e.dyn.Resource(crontabs).Namespace("default")
+	const n = 700
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				if _, err := tabs.Create(e.ctx, cronTab(fmt.Sprintf("ct-%04d", i), nil), metav1.CreateOptions{}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	stored, err := tabs.List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		l, err := e.dyn.Resource(crontabsBeta).Namespace("default").List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) != n || len(stored.Items) != n {
+			t.Fatalf("%s: %d items in v1beta1, %d in v1, want %d", when, len(l.Items), len(stored.Items), n)
+		}
+		for i, it := range l.Items {
+			if it.GetName() != stored.Items[i].GetName() || it.GetAPIVersion() != "stable.example.com/v1beta1" {
+				t.Fatalf("%s: item %d is %s %s, want %s in v1beta1", when, i, it.GetAPIVersion(), it.GetName(), stored.Items[i].GetName())
+			}
+		}
+	}
+	check("after the creates")
+	crd, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(e.ctx, "crontabs.stable.example.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd.Spec.Versions[0].AdditionalPrinterColumns = append(crd.Spec.Versions[0].AdditionalPrinterColumns,
+		apiextensionsv1.CustomResourceColumnDefinition{Name: "Image", Type: "string", JSONPath: ".spec.image"})
+	if _, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Update(e.ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitEstablished(crd.Name)
+	check("after a CRD edit")
 }
