@@ -19,11 +19,11 @@ func invalidResourceVersion(rv string, err error) error {
 	return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: resourceVersion: Invalid value: %q: %v", rv, err))
 }
 
-// get answers GET of one object: the newest (resourceVersion unset, a
+// get answers GET of one object: the newest (resourceVersion unset: a
 // quorum read from etcd, or from the cache once it reached the newest
-// revision when this process is etcd's only writer), any (resourceVersion=0, from the cache), or one
-// not older than the given resourceVersion (from the cache once it has
-// caught up).
+// revision when this process is etcd's only writer), any
+// (resourceVersion=0, from the cache), or one not older than the given
+// resourceVersion (from the cache once it has caught up).
 func (c *call) get() {
 	rvs := c.r.URL.Query().Get("resourceVersion")
 	rv, err := ParseResourceVersion(rvs)

@@ -110,7 +110,7 @@ func Bootstrap(ctx context.Context, dyn dynamic.Interface, log *slog.Logger) err
 
 func bootstrap(ctx context.Context, dyn dynamic.Interface) error {
 	// Every role and binding at once: concurrent writes share etcd's
-	// commits and disk syncs, so a new server's defaults (some 70 writes)
+	// commits and disk syncs, so a new server's defaults (a write each)
 	// are in place in a few of them rather than one after the other.
 	var (
 		wg   sync.WaitGroup
