@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime"
 	"time"
 
@@ -109,6 +110,12 @@ type Config struct {
 	AuditLogMaxSizeMB, AuditLogMaxBackups, AuditLogMaxAgeDays int
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
+	// Debug, when set, serves the paths under /debug/ (the crdserver
+	// command sets Go's profiles, net/http/pprof, as kube-apiserver's
+	// --profiling does). They go through authentication and authorization
+	// as non-resource URLs: by default only cluster-admin may get them.
+	// Without it they are 404.
+	Debug http.Handler
 
 	// Insecure serves plain HTTP and trusts every request with everything,
 	// as kube-apiserver's old insecure port did. Only for a loopback

@@ -82,6 +82,8 @@ func (s *Server) router(metrics *filters.Metrics) http.Handler {
 			oidcConfig.ServeHTTP(w, r)
 		case p == serviceaccount.JWKSPath || p == serviceaccount.JWKSPath+"/":
 			jwks.ServeHTTP(w, r)
+		case (p == "/debug" || strings.HasPrefix(p, "/debug/")) && s.cfg.Debug != nil:
+			s.cfg.Debug.ServeHTTP(w, r)
 		case p == "/openapi/v2" || p == "/openapi/v3" || strings.HasPrefix(p, "/openapi/v3/"):
 			oapi.ServeHTTP(w, r)
 		case strings.HasPrefix(p, "/api"):

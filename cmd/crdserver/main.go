@@ -88,6 +88,7 @@ func run(args []string) error {
 		retryPeriod   = fs.Duration("leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the controller lease")
 		reqTimeout    = fs.Duration("request-timeout", 60*time.Second, "time after which a request other than a watch is ended with 504 (0: none)")
 		eventTTL      = fs.Duration("event-ttl", time.Hour, "how long an Event is kept after its last write")
+		profile       = fs.Bool("profiling", true, "serve Go's profiles at /debug/pprof/ to clients allowed those non-resource URLs (cluster-admin)")
 		enforceCompat = fs.Bool("enforce-crd-compatibility", false, "refuse (422) every CRD change that breaks the deprecation policy or existing clients (default: Warning headers, and refusal only for CRDs annotated crdserver.io/enforce-compatibility: \"true\")")
 		encryption    = fs.String("encryption-provider-config", "", "Kubernetes EncryptionConfiguration file: the resources it names (Secrets, usually) are encrypted in etcd")
 		saSigningKey  = fs.String("service-account-signing-key-file", "", "private key (PEM, RSA or ECDSA) ServiceAccount tokens are signed with; default one crdserver makes in <data-dir>/pki/sa.key (give every replica the same one)")
@@ -157,6 +158,9 @@ func run(args []string) error {
 	}
 	if *reqTimeout == 0 {
 		cfg.RequestTimeout = -1
+	}
+	if *profile {
+		cfg.Debug = profiling()
 	}
 	if *compaction == 0 {
 		cfg.CompactionInterval = -1
