@@ -94,6 +94,7 @@ type loader struct {
 	kind       string
 	proto      atomic.Value
 	sample     []byte // the answer to the first create
+	bodyBytes  int    // when set, bodies are padded to this size (see body)
 }
 
 // do sends one request and reads the whole answer.
@@ -120,14 +121,23 @@ func (l *loader) do(method, url string, body []byte) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
-// body is a Widget like the reference's crbench sends (about 170 bytes).
+// body is a Widget like the reference's crbench sends (about 170 bytes),
+// padded to l.bodyBytes when that is larger with an annotation of
+// pseudo-random hex digits (annotations are kept whatever the CRD's
+// schema).
 func (l *loader) body(name string, i int) []byte {
+	md := map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}}
 	obj := map[string]any{
 		"apiVersion": l.apiVersion, "kind": l.kind,
-		"metadata": map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}},
+		"metadata": md,
 		"spec":     map[string]any{"size": i % 100, "color": []string{"red", "green", "blue"}[i%3], "tags": []string{"x", "y"}},
 	}
 	b, _ := json.Marshal(obj)
+	const padKey = "crdbench.example.com/pad"
+	if pad := l.bodyBytes - len(b) - len(`,"annotations":{"`+padKey+`":""}`); pad > 0 {
+		md["annotations"] = map[string]string{padKey: hexPad(i, pad)}
+		b, _ = json.Marshal(obj)
+	}
 	return b
 }
 
@@ -298,6 +308,7 @@ func runLoad(args []string) error {
 		resource   = fs.String("resource", "widgets", "plural resource name")
 		namespace  = fs.String("namespace", "default", "namespace of the objects")
 		crd        = fs.String("crd", "widgets.peer.example.com", "CRD to wait for (Established) first; empty: do not wait")
+		bodyBytes  = fs.Int("body-bytes", 0, "pad each create body to this many bytes with an annotation (0: the Widget alone, about 170 bytes)")
 		waitFor    = fs.Duration("wait", 30*time.Second, "how long to wait for the CRD to be Established")
 		settle     = fs.Duration("settle", 0, "pause after Established before measuring (the reference needs 2s)")
 		n          = fs.Int("n", 1000, "sequential creates, then sequential deletes of the same objects")
@@ -332,7 +343,7 @@ func runLoad(args []string) error {
 		coll += "/namespaces/" + *namespace
 	}
 	coll += "/" + *resource
-	l := &loader{client: client, base: base, coll: coll, apiVersion: *apiVersion, kind: *kind}
+	l := &loader{client: client, base: base, coll: coll, apiVersion: *apiVersion, kind: *kind, bodyBytes: *bodyBytes}
 	res := &loadResult{Server: base, Collection: strings.TrimPrefix(coll, base), ClientCert: t.cert != "", CRD: *crd, SettleSec: settle.Seconds()}
 	res.BodyBytes = len(l.body(*prefix+"c-00000", 0))
 	finish := func(err error) error {

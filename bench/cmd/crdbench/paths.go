@@ -357,16 +357,21 @@ func pathsBody(group, name string, i, size int) []byte {
 	}
 	b, _ := json.Marshal(obj)
 	if pad := size - len(b); pad > 0 {
-		r := rand.New(rand.NewPCG(uint64(i), 0x9e3779b97f4a7c15))
-		const hex = "0123456789abcdef"
-		d := make([]byte, pad)
-		for j := range d {
-			d[j] = hex[r.IntN(16)]
-		}
-		spec["data"] = string(d)
+		spec["data"] = hexPad(i, pad)
 		b, _ = json.Marshal(obj)
 	}
 	return b
+}
+
+// hexPad is n pseudo-random hex digits, the same for the same i.
+func hexPad(i, n int) string {
+	r := rand.New(rand.NewPCG(uint64(i), 0x9e3779b97f4a7c15))
+	const hex = "0123456789abcdef"
+	d := make([]byte, n)
+	for j := range d {
+		d[j] = hex[r.IntN(16)]
+	}
+	return string(d)
 }
 
 // withLabel adds the run's label to a CRD body.
