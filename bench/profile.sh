@@ -8,8 +8,8 @@
 # default) with the admin client certificate:
 #   1. idle, 5 s after ready: /proc/PID/smaps_rollup, the resident pages of the binary's own
 #      mappings (/proc/PID/smaps), and the Go heap (inuse_space);
-#   2. N (4000) sequential creates (crdbench load, one connection, HTTPS + HTTP/2): a CPU
-#      profile of the server over PROFILE_SECONDS (3) of them, and its shares by part;
+#   2. N (6000) sequential creates (crdbench load, one connection, HTTPS + HTTP/2): a CPU
+#      profile of the server over PROFILE_SECONDS (5) of them, and its shares by part;
 #   3. LIST_N (10000) objects of 1,024-byte create bodies created by 16 workers, then 3 s: smaps_rollup
 #      and the Go heap again.
 # Environment: REF (/work/shared/reference: its kubectl and widget CRD), N, LIST_N,
@@ -19,9 +19,9 @@ set +m
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 REF=${REF:-/work/shared/reference}
-N=${N:-4000}
+N=${N:-6000}
 LIST_N=${LIST_N:-10000}
-PROFILE_SECONDS=${PROFILE_SECONDS:-3}
+PROFILE_SECONDS=${PROFILE_SECONDS:-5}
 OUT="$REPO/bench/PROFILES.md"
 WORK=$(mktemp -d /tmp/crdprofile.XXXXXX)
 PID=
