@@ -155,7 +155,7 @@ heaptop big >"$WORK/big.top"
   echo "The top of the profile by cumulative time:"
   echo
   echo '```'
-  go tool pprof -top -cum -nodecount=40 "$WORK/crdserver" "$WORK/creates.cpu" 2>/dev/null | sed -n '/^Showing nodes/,$p'
+  go tool pprof -top -cum -nodecount=40 "$WORK/crdserver" "$WORK/creates.cpu" 2>/dev/null | sed -n '/^Duration/,$p'
   echo '```'
 } >>"$WORK/out.md"
 cp "$WORK/out.md" "$OUT"
