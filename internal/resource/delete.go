@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/jsonraw"
@@ -251,26 +253,10 @@ func (c *call) deleteCollection() {
 		c.fail(c.storeError(err, ""))
 		return
 	}
-	var out [][]byte
-	for _, raw := range p.items {
-		var m itemMeta
-		if err := json.Unmarshal(raw, &m); err != nil {
-			continue
-		}
-		dc := *c
-		dc.namespace = m.Metadata.Namespace
-		obj, _, deleted, err := dc.deleteObject(m.Metadata.Name, dopts, dry)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			c.fail(err)
-			return
-		}
-		if deleted {
-			obj = raw
-		}
-		out = append(out, obj)
+	out, err := c.deleteItems(p.items, dopts, dry)
+	if err != nil {
+		c.fail(err)
+		return
 	}
 	items, err := c.convert(out)
 	if err != nil {
@@ -285,6 +271,88 @@ func (c *call) deleteCollection() {
 		return
 	}
 	request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, p.rev, "", 0))
+}
+
+// deleteWorkers is how many objects a DELETE of a collection deletes at
+// once. Each is still its own write, with its own resourceVersion and
+// watch event, as one by one; etcd commits concurrent writes together
+// (one WAL sync for several), so deleting a CRD's or a namespace's objects
+// takes a fraction of the time.
+const deleteWorkers = 16
+
+// deleteItems deletes (or, where finalizers keep them, marks deleted) the
+// objects of items, raw as listed, deleteWorkers at a time. It returns
+// them in the order of items, each as deleted or as marked, without those
+// already gone. After the first error no more deletions start; the
+// error is returned once those under way have ended.
+func (c *call) deleteItems(items [][]byte, opts *metav1.DeleteOptions, dry bool) ([][]byte, error) {
+	out := make([][]byte, len(items))
+	// The workers' warnings (from admission) reach the response one at a
+	// time.
+	ctx := warning.WithWarningRecorder(c.ctx, &lockedWarnings{next: headerWarnings{c.w}})
+	var (
+		mu       sync.Mutex
+		next     int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	take := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr != nil || next == len(items) {
+			return 0, false
+		}
+		next++
+		return next - 1, true
+	}
+	for range min(deleteWorkers, len(items)) {
+		wg.Go(func() {
+			for {
+				i, ok := take()
+				if !ok {
+					return
+				}
+				var m itemMeta
+				if err := json.Unmarshal(items[i], &m); err != nil {
+					continue
+				}
+				dc := *c
+				dc.ctx, dc.namespace = ctx, m.Metadata.Namespace
+				obj, _, deleted, err := dc.deleteObject(m.Metadata.Name, opts, dry)
+				switch {
+				case apierrors.IsNotFound(err):
+				case err != nil:
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				case deleted:
+					out[i] = items[i]
+				default:
+					out[i] = obj
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return slices.DeleteFunc(out, func(b []byte) bool { return b == nil }), nil
+}
+
+// lockedWarnings passes warnings on to next one at a time.
+type lockedWarnings struct {
+	mu   sync.Mutex
+	next warning.Recorder
+}
+
+func (l *lockedWarnings) AddWarning(agent, text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next.AddWarning(agent, text)
 }
 
 // admitDelete runs validating admission on the deletion of cur (raw as
