@@ -90,6 +90,36 @@ func (c *Aggregator) setLocked(it *store.Item, deleted bool) {
 	c.roles[it.Name] = role
 }
 
+// settle returns copies of roles in which every role with an
+// aggregationRule has the rules aggregation gives it, passes repeated
+// until no role changes (at most one pass per role, which a chain of
+// aggregations needs at worst). A role whose selectors do not parse keeps
+// its rules.
+func settle(roles []*rbacv1.ClusterRole) []*rbacv1.ClusterRole {
+	out := make([]*rbacv1.ClusterRole, len(roles))
+	for i, r := range roles {
+		cp := *r
+		out[i] = &cp
+	}
+	for range len(out) {
+		changed := false
+		for _, role := range out {
+			if role.AggregationRule == nil {
+				continue
+			}
+			rules, ok := rbac.AggregatedRules(role, out)
+			if !ok || apiequality.Semantic.DeepEqual(rules, role.Rules) {
+				continue
+			}
+			role.Rules, changed = rules, true
+		}
+		if !changed {
+			break
+		}
+	}
+	return out
+}
+
 // Bootstrap creates the default cluster roles and bindings, or brings
 // stored ones up to date, trying again until it succeeds or ctx ends. Every
 // replica runs it at start: the writes it needs are the same everywhere.
@@ -198,23 +228,22 @@ func reconcile(ctx context.Context, client dynamic.NamespaceableResourceInterfac
 }
 
 // aggregate gives every ClusterRole with an aggregationRule the rules of
-// the roles it selects. Roles that feed each other settle over a few
-// passes (each write queues another pass).
+// the roles it selects. Roles that feed each other (admin aggregates edit,
+// which aggregates view) settle first in memory, so that each role is
+// written once with its final rules rather than once per pass.
 func (c *Aggregator) aggregate(ctx context.Context) {
 	c.mu.Lock()
-	all := make([]*rbacv1.ClusterRole, 0, len(c.roles))
+	stored := make([]*rbacv1.ClusterRole, 0, len(c.roles))
 	for _, r := range c.roles {
-		all = append(all, r)
+		stored = append(stored, r)
 	}
 	c.mu.Unlock()
-	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	sort.Slice(stored, func(i, j int) bool { return stored[i].Name < stored[j].Name })
+	settled := settle(stored)
 	roles := c.dynamic.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
-	for _, role := range all {
-		if role.AggregationRule == nil {
-			continue
-		}
-		rules, ok := rbac.AggregatedRules(role, all)
-		if !ok || apiequality.Semantic.DeepEqual(rules, role.Rules) || (len(rules) == 0 && len(role.Rules) == 0) {
+	for i, role := range stored {
+		rules := settled[i].Rules
+		if role.AggregationRule == nil || apiequality.Semantic.DeepEqual(rules, role.Rules) || (len(rules) == 0 && len(role.Rules) == 0) {
 			continue
 		}
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": role.ResourceVersion}, "rules": rules})
