@@ -45,7 +45,7 @@
 #      its policies, bindings, webhook configuration, namespace and CRD are deleted again;
 #   6. crdbench report -> bench/RESULTS.md.
 #
-# Environment: N (1000), LIST_N (10000), LISTS (5), CONC (8), STARTS (5), REF_STARTS (3),
+# Environment: N (1000), LOAD_ROUNDS (3), LIST_N (10000), LISTS (5), CONC (8), STARTS (5), REF_STARTS (3),
 # IDLE (5s), REF (/work/shared/reference), CONVERT (1; 0 skips the webhook conversion phases),
 # REF_CONVERT (1; 0 skips only the reference's), CONV_N (10000), CONV_LISTS (7),
 # GOBENCH (1; 0 skips the in-process go test -bench phase), GOBENCH_COUNT (5), GOBENCH_TIME (1s),
@@ -62,6 +62,7 @@ HERE="$(cd "$(dirname "$0")" && pwd -P)"
 ROOT="$(dirname "$HERE")"
 REF="${REF:-/work/shared/reference}"
 N="${N:-1000}"
+LOAD_ROUNDS="${LOAD_ROUNDS:-3}"
 LIST_N="${LIST_N:-10000}"
 LISTS="${LISTS:-5}"
 CONC="${CONC:-8}"
@@ -248,7 +249,7 @@ echo "# WORK=$WORK: a temporary folder, removed at the end" >"$OUT/commands.txt"
     echo "kube:      kube-apiserver $("$REF/bin/kube-apiserver" --version 2>/dev/null | awk '{print $2}'), etcd v3.7.3, kube-controller-manager ($REF/start-kube.sh; core types only)"
   fi
   echo "load avg:  $(cut -d' ' -f1-3 /proc/loadavg) at the start (1/5/15 min; the machine is shared)"
-  echo "params:    N=$N LIST_N=$LIST_N LISTS=$LISTS CONC=$CONC STARTS=$STARTS REF_STARTS=$REF_STARTS IDLE=$IDLE"
+  echo "params:    N=$N LOAD_ROUNDS=$LOAD_ROUNDS LIST_N=$LIST_N LISTS=$LISTS CONC=$CONC STARTS=$STARTS REF_STARTS=$REF_STARTS IDLE=$IDLE"
   echo "           CONVERT=$CONVERT REF_CONVERT=$REF_CONVERT CONV_N=$CONV_N CONV_LISTS=$CONV_LISTS"
   echo "           GOBENCH=$GOBENCH GOBENCH_COUNT=$GOBENCH_COUNT GOBENCH_TIME=$GOBENCH_TIME"
   echo "           CORE=$CORE CORE_N=$CORE_N LEASES=$LEASES LEASE_PERIOD=$LEASE_PERIOD LEASE_DURATION=$LEASE_DURATION CORE_IDLE=$CORE_IDLE CORE_SETTLE=$CORE_SETTLE"
@@ -348,7 +349,7 @@ if wait_ok "$CS_URL/readyz" 60 -k; then
     extra "- crdserver: \`kubectl create --validate=false -f widget-crd.yaml\` failed: $(tr '\n' ' ' <"$WORK/crd-crdserver.out")"
   fi
   cat "$WORK/crd-crdserver.out" >&2
-  run "$CB" load -server "$CS_URL" -cacert "$CS_DATA/pki/ca.crt" -cert "$CS_DATA/pki/admin.crt" -key "$CS_DATA/pki/admin.key" -crd "$CRD_NAME" -n "$N" -list-n "$LIST_N" -lists "$LISTS" -concurrency "$CONC" \
+  run "$CB" load -server "$CS_URL" -cacert "$CS_DATA/pki/ca.crt" -cert "$CS_DATA/pki/admin.crt" -key "$CS_DATA/pki/admin.key" -crd "$CRD_NAME" -n "$N" -rounds "$LOAD_ROUNDS" -list-n "$LIST_N" -lists "$LISTS" -concurrency "$CONC" \
     -rss-pid "crdserver=$CS_PID" -json "$OUT/load-crdserver.json" || log "crdserver load had failures"
   # What the server said while the CRD was not Established, if anything.
   if grep -q "level=WARN\|level=ERROR" "$OUT/crdserver-load.log"; then
@@ -508,7 +509,7 @@ if REF_URL=$(run "$REF/start-reference.sh" 2>"$WORK/start-reference.err"); then
   REF_API_PID=$(cat "$REF/run/apiextensions-apiserver.pid")
   REF_ETCD_PID=$(cat "$REF/run/etcd.pid")
   run "$CB" load -server "$REF_URL" -cacert "$REF/pki/ca.crt" -cert "$REF/pki/admin.crt" -key "$REF/pki/admin.key" \
-    -crd "$CRD_NAME" -settle 2s -n "$N" -list-n "$LIST_N" -lists "$LISTS" -concurrency "$CONC" -cleanup \
+    -crd "$CRD_NAME" -settle 2s -n "$N" -rounds "$LOAD_ROUNDS" -list-n "$LIST_N" -lists "$LISTS" -concurrency "$CONC" -cleanup \
     -rss-pid "apiextensions-apiserver=$REF_API_PID" -rss-pid "etcd=$REF_ETCD_PID" \
     -json "$OUT/load-reference.json" || log "reference load had failures"
   if [[ $REF_CRD_CREATED == 1 ]]; then
@@ -684,7 +685,9 @@ cat >>"$OUT/notes.md" <<EOF
   apiextensions-apiserver + etcd (kube-stub, the stand-in for the core API, ~8 MiB, is not counted).
 - **Load** is \`crdbench load\`: wait until the CRD is Established (polling GET of the CRD), then
   $N sequential creates (one connection; body like the reference crbench's: a Widget in
-  \`default\`, v1, labels and spec, about 170 bytes), the same $N deleted sequentially, then
+  \`default\`, v1, labels and spec, about 170 bytes), the same $N deleted sequentially, in
+  $LOAD_ROUNDS rounds (the creates and the deletes reported are each the round with the median
+  req/s, its p50 and p99 with it; every round is in the JSON as create-K and delete-K), then
   $LIST_N more created with $CONC workers (setup), then $LISTS plain GETs of the whole collection
   (no limit, no selector, \`Accept: application/json\`; timing includes reading the whole body;
   median reported). Percentiles are nearest-rank.

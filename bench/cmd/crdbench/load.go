@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -139,6 +140,20 @@ func (l *loader) body(name string, i int) []byte {
 		b, _ = json.Marshal(obj)
 	}
 	return b
+}
+
+// medianRound is the phase with the median req/s of rounds (of an even
+// number, the slower of the middle two), an aborted or failed one if any
+// round was: a figure is only reported when every round succeeded.
+func medianRound(rounds []phase) phase {
+	for _, p := range rounds {
+		if p.Aborted || p.Errors > 0 {
+			return p
+		}
+	}
+	sorted := slices.Clone(rounds)
+	slices.SortFunc(sorted, func(a, b phase) int { return cmp.Compare(a.PerSecond, b.PerSecond) })
+	return sorted[(len(sorted)-1)/2]
 }
 
 // run sends n requests (req(i) gives method, url, body and the wanted
@@ -312,6 +327,7 @@ func runLoad(args []string) error {
 		waitFor    = fs.Duration("wait", 30*time.Second, "how long to wait for the CRD to be Established")
 		settle     = fs.Duration("settle", 0, "pause after Established before measuring (the reference needs 2s)")
 		n          = fs.Int("n", 1000, "sequential creates, then sequential deletes of the same objects")
+		rounds     = fs.Int("rounds", 1, "rounds of the n sequential creates and deletes; the phases create and delete are the round with the median req/s of each, create-K and delete-K every round")
 		listN      = fs.Int("list-n", 10000, "objects created (concurrently) before the measured lists; 0 skips the lists")
 		lists      = fs.Int("lists", 5, "measured GETs of the whole collection; the median is reported")
 		conc       = fs.Int("concurrency", 8, "workers for creating (and cleaning up) the list-n objects")
@@ -326,8 +342,8 @@ func runLoad(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *n < 1 || *n > 100000 || *listN < 0 || *listN > 100000 || *lists < 1 || *conc < 1 || *conc > 64 {
-		return errors.New("need 1 <= -n <= 100000, 0 <= -list-n <= 100000, -lists >= 1, 1 <= -concurrency <= 64")
+	if *n < 1 || *n > 100000 || *listN < 0 || *listN > 100000 || *lists < 1 || *conc < 1 || *conc > 64 || *rounds < 1 || *rounds > 10 {
+		return errors.New("need 1 <= -n <= 100000, 0 <= -list-n <= 100000, -lists >= 1, 1 <= -concurrency <= 64, 1 <= -rounds <= 10")
 	}
 	client, err := newClient(u, t, *conc)
 	if err != nil {
@@ -401,14 +417,33 @@ func runLoad(args []string) error {
 	created := []int{http.StatusCreated}
 	deleted := []int{http.StatusOK, http.StatusAccepted}
 
-	log.Printf("%d sequential creates", *n)
-	res.Phases = append(res.Phases, l.run("create", *n, 1, func(i int) (string, string, []byte, []int) {
-		return http.MethodPost, coll, l.body(name("c", i), i), created
-	}))
-	log.Printf("%d sequential deletes", *n)
-	res.Phases = append(res.Phases, l.run("delete", *n, 1, func(i int) (string, string, []byte, []int) {
-		return http.MethodDelete, coll + "/" + name("c", i), nil, deleted
-	}))
+	var creates, deletes []phase
+	for r := 1; r <= *rounds; r++ {
+		kind := "c"
+		if *rounds > 1 {
+			kind = "c" + strconv.Itoa(r)
+		}
+		log.Printf("round %d of %d: %d sequential creates", r, *rounds, *n)
+		c := l.run("create", *n, 1, func(i int) (string, string, []byte, []int) {
+			return http.MethodPost, coll, l.body(name(kind, i), i), created
+		})
+		log.Printf("round %d of %d: %d sequential deletes", r, *rounds, *n)
+		d := l.run("delete", *n, 1, func(i int) (string, string, []byte, []int) {
+			return http.MethodDelete, coll + "/" + name(kind, i), nil, deleted
+		})
+		creates, deletes = append(creates, c), append(deletes, d)
+		if c.Aborted || d.Aborted {
+			break
+		}
+	}
+	res.Phases = append(res.Phases, medianRound(creates), medianRound(deletes))
+	if len(creates) > 1 {
+		for i := range creates {
+			creates[i].Name = fmt.Sprintf("create-%d", i+1)
+			deletes[i].Name = fmt.Sprintf("delete-%d", i+1)
+			res.Phases = append(res.Phases, creates[i], deletes[i])
+		}
+	}
 	if *listN == 0 {
 		return finish(nil)
 	}

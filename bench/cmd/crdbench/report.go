@@ -112,6 +112,23 @@ func ratio(a, b val) string {
 }
 
 // loadCell picks a value from a load phase, or says why it is missing.
+// roundRates lists the req/s of every round of a load phase (create-1,
+// create-2, …), "" when it ran in one round.
+func roundRates(s side, phaseName string) string {
+	if s.load == nil {
+		return ""
+	}
+	var rates []string
+	for k := 1; ; k++ {
+		p := s.load.phase(fmt.Sprintf("%s-%d", phaseName, k))
+		if p == nil {
+			break
+		}
+		rates = append(rates, fmt.Sprintf("%.1f", p.PerSecond))
+	}
+	return strings.Join(rates, ", ")
+}
+
 func loadCell(s side, phaseName string, f func(*phase) float64, prec int, unit string) val {
 	if s.load == nil {
 		return none("not measured")
@@ -214,6 +231,9 @@ func runReport(args []string) error {
 		row(fmt.Sprintf("%s sequential %ss: p50", commas(n), ph), loadCell(c, ph, p50, 2, " ms"), loadCell(r, ph, p50, 2, " ms"))
 		row(fmt.Sprintf("%s sequential %ss: p99", commas(n), ph), loadCell(c, ph, p99, 2, " ms"), loadCell(r, ph, p99, 2, " ms"))
 		row(fmt.Sprintf("%s sequential %ss: wall time", commas(n), ph), loadCell(c, ph, wall, 3, " s"), loadCell(r, ph, wall, 3, " s"))
+		if cr, rr := roundRates(c, ph), roundRates(r, ph); cr != "" || rr != "" {
+			p("| %s sequential %ss: req/s of each round (the rows above are the median round) | %s | %s | – |\n", commas(n), ph, cr, rr)
+		}
 	}
 	listCell := func(s side, f func(*loadResult) float64, prec int, unit string) val {
 		if s.load == nil {
