@@ -26,6 +26,10 @@ func TestProfiling(t *testing.T) {
 	if out := k.run(t, "get", "--raw", "/debug/pprof/"); !strings.Contains(out, "/debug/pprof/") || !strings.Contains(out, "heap") {
 		t.Errorf("the index names no profiles:\n%s", out)
 	}
+	// Other paths under /debug/ are the server's 404 Status.
+	if stderr := k.fail(t, "get", "--raw", "/debug/flags/v"); !strings.Contains(stderr, "NotFound") {
+		t.Errorf("/debug/flags/v: %s", stderr)
+	}
 	// A CPU profile is a gzipped protobuf whose string table names the
 	// sample types.
 	raw := k.run(t, "get", "--raw", "/debug/pprof/profile?seconds=1")
