@@ -72,11 +72,7 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "max-size"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			ParamKind: &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"compat.example.com"}, APIVersions: []string{"*"}, Resources: []string{"widgets"}},
-				}}}},
+			MatchConstraints: widgetsOn(admissionregistrationv1.Create, admissionregistrationv1.Update),
 			Validations: []admissionregistrationv1.Validation{{
 				Expression:        "object.spec.size <= int(params.data.maxSize)",
 				MessageExpression: "'size ' + string(object.spec.size) + ' is over ' + params.data.maxSize",
@@ -314,6 +310,33 @@ func TestAdmissionWebhooks(t *testing.T) {
 // A ValidatingAdmissionPolicy on DELETE sees the object being deleted
 // (oldObject): a protected widget stays, one by one or in a collection;
 // the policy's audit annotations reach the request's audit event.
+// widgetsOn matches the widgets of compat.example.com on ops.
+func widgetsOn(ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
+	return &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: ops,
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"compat.example.com"}, APIVersions: []string{"*"}, Resources: []string{"widgets"}},
+		}}}}
+}
+
+// bindPolicy creates the ValidatingAdmissionPolicy name with spec, bound
+// by a ValidatingAdmissionPolicyBinding of the same name with actions.
+func (e *env) bindPolicy(t *testing.T, name string, spec admissionregistrationv1.ValidatingAdmissionPolicySpec, actions ...admissionregistrationv1.ValidationAction) {
+	t.Helper()
+	api := e.kube.AdmissionregistrationV1()
+	if _, err := api.ValidatingAdmissionPolicies().Create(e.ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.ValidatingAdmissionPolicyBindings().Create(e.ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: actions},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestAdmissionOnDelete(t *testing.T) {
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "policy.yaml")
@@ -325,32 +348,14 @@ func TestAdmissionOnDelete(t *testing.T) {
 	e.createCRD(widgetCRD(t))
 	e.mustCreate(widgetsColl, `{"apiVersion":"compat.example.com/v1","kind":"Widget","metadata":{"name":"keep","labels":{"protected":"true"}},"spec":{"size":1}}`)
 	e.mustCreate(widgetsColl, widgetBody("free", 1))
-	api := e.kube.AdmissionregistrationV1()
-	if _, err := api.ValidatingAdmissionPolicies().Create(e.ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "protect"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"compat.example.com"}, APIVersions: []string{"*"}, Resources: []string{"widgets"}},
-				}}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "oldObject.metadata.?labels.?protected.orValue('') != 'true'",
-				Message:    "protected widgets stay",
-			}},
-			AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{Key: "deleted", ValueExpression: "'by ' + request.userInfo.username"}},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := api.ValidatingAdmissionPolicyBindings().Create(e.ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "protect"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: "protect", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.bindPolicy(t, "protect", admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		MatchConstraints: widgetsOn(admissionregistrationv1.Delete),
+		Validations: []admissionregistrationv1.Validation{{
+			Expression: "oldObject.metadata.?labels.?protected.orValue('') != 'true'",
+			Message:    "protected widgets stay",
+		}},
+		AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{Key: "deleted", ValueExpression: "'by ' + request.userInfo.username"}},
+	}, admissionregistrationv1.Deny)
 	r := e.eventuallyWrite(t, "DELETE", widgetsColl+"/keep", "", http.StatusUnprocessableEntity)
 	st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "")
 	if want := `widgets.compat.example.com "keep" is forbidden: ValidatingAdmissionPolicy 'protect' with binding 'protect' denied request: protected widgets stay`; st.Message != want {

@@ -35,28 +35,10 @@ func TestDeleteCollectionInParallel(t *testing.T) {
 	}
 
 	// Every deletion warns (the same text each time).
-	api := e.kube.AdmissionregistrationV1()
-	if _, err := api.ValidatingAdmissionPolicies().Create(e.ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "warn-deletes"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"compat.example.com"}, APIVersions: []string{"*"}, Resources: []string{"widgets"}},
-				}}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "oldObject.spec.size < 0", Message: "a widget goes"}},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := api.ValidatingAdmissionPolicyBindings().Create(e.ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "warn-deletes"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: "warn-deletes", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.bindPolicy(t, "warn-deletes", admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		MatchConstraints: widgetsOn(admissionregistrationv1.Delete),
+		Validations:      []admissionregistrationv1.Validation{{Expression: "oldObject.spec.size < 0", Message: "a widget goes"}},
+	}, admissionregistrationv1.Warn)
 	const warned = "Validation failed for ValidatingAdmissionPolicy 'warn-deletes' with binding 'warn-deletes': a widget goes"
 	eventually(t, e.ctx, "the policy warns", func() (bool, error) {
 		r := e.do("DELETE", widgetsColl+"/"+name(1)+"?dryRun=All", "")
