@@ -71,7 +71,7 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 	_, err := api.ValidatingAdmissionPolicies().Create(e.ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "max-size"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			ParamKind: &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
 			MatchConstraints: widgetsOn(admissionregistrationv1.Create, admissionregistrationv1.Update),
 			Validations: []admissionregistrationv1.Validation{{
 				Expression:        "object.spec.size <= int(params.data.maxSize)",
