@@ -63,6 +63,9 @@ type ConversionOptions struct {
 	MaxObjectsPerCall int
 }
 
+// DefaultCRDMemoryBudget is the default Config.CRDMemoryBudget: 256 MiB.
+const DefaultCRDMemoryBudget = 256 << 20
+
 // Config configures a server. The zero value, with DataDir set, runs an
 // embedded etcd and listens on a random loopback port.
 type Config struct {
@@ -94,6 +97,13 @@ type Config struct {
 	MinRequestTimeout time.Duration
 	// Cache tunes the watch caches (bookmark interval, history).
 	Cache CacheOptions
+	// CRDMemoryBudget bounds the memory, in estimated bytes, of what is
+	// built for a CRD when a request first needs it (compiled schemas and
+	// CEL programs, type converters for managedFields, OpenAPI documents):
+	// beyond it, the least recently used are released and built again
+	// when next needed (default DefaultCRDMemoryBudget; negative: no
+	// bound).
+	CRDMemoryBudget int64
 	// Conversion tunes webhook conversion: service addresses (for servers
 	// without cluster DNS), timeout, objects per call.
 	Conversion ConversionOptions
@@ -252,4 +262,17 @@ func (c CacheOptions) internal() store.CacheOptions {
 
 func (c ConversionOptions) internal() conversion.Options {
 	return conversion.Options{ServiceAddresses: c.ServiceAddresses, Timeout: c.Timeout, MaxObjectsPerCall: c.MaxObjectsPerCall}
+}
+
+// crdMemoryBudget is the limit of the CRD memory budget's pool for
+// Config.CRDMemoryBudget: the default for 0, no bound (0) for a negative
+// value.
+func crdMemoryBudget(b int64) int64 {
+	switch {
+	case b == 0:
+		return DefaultCRDMemoryBudget
+	case b < 0:
+		return 0
+	}
+	return b
 }

@@ -43,7 +43,7 @@ func (s *Server) buildHandler() http.Handler {
 // OpenAPI, health and metrics.
 func (s *Server) router(metrics *filters.Metrics) http.Handler {
 	disc := &discovery.Handler{Registry: s.registry, Version: Version()}
-	oapi := openapi.New(s.builtin.All)
+	oapi := openapi.New(s.builtin.All, s.budget)
 	s.openapi = oapi
 	s.registry.Subscribe(oapi.Sync)
 	s.engine = &resource.Handler{

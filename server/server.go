@@ -23,6 +23,7 @@ import (
 	"github.com/crdserver/crdserver/internal/audit"
 	"github.com/crdserver/crdserver/internal/auth"
 	"github.com/crdserver/crdserver/internal/auth/rbac"
+	"github.com/crdserver/crdserver/internal/budget"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/encryption"
 	"github.com/crdserver/crdserver/internal/evolution"
@@ -44,6 +45,7 @@ type Server struct {
 	builtin     *apis.Builtin
 	policy      *rbac.Store
 	registry    *registry.Registry
+	budget      *budget.Pool
 	controllers *controllers
 	audit       *audit.Log
 	authn       *auth.Authenticator
@@ -129,6 +131,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	compat := &apiextensions.Compatibility{Enforce: cfg.EnforceCRDCompatibility}
 	s.builtin = apis.New(newCache, s.policy, apis.Options{Store: s.store, EventTTL: cfg.EventTTL, Tokens: s.tokens, ConversionRules: rules, CRDCompatibility: compat})
 	s.tokens.SetObjects(s.builtin.TokenObjects(s.store))
+	s.budget = budget.New(crdMemoryBudget(cfg.CRDMemoryBudget))
 	s.registry = registry.New(registry.Options{
 		Storage:         s.store,
 		NewCache:        newCache,
@@ -136,9 +139,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		CRDs:            s.builtin.CRDs,
 		ConversionRules: s.builtin.ConversionRules,
 		Conversion:      cfg.Conversion.internal(),
+		Budget:          s.budget,
 		Log:             s.log,
 	})
-	rules.CRD = func(name string) *apiextensionsv1.CustomResourceDefinition { return s.registry.Index().CRDs[name] }
+	rules.CRD = func(name string) *apiextensionsv1.CustomResourceDefinition {
+		crd, err := s.registry.Index().FullCRD(name)
+		if err != nil {
+			s.log.Error("undecodable CRD", "name", name, "err", err)
+		}
+		return crd
+	}
 	compat.ExistingObjects = s.existingObjects
 	compat.Conversion = s.conversionFindings
 	s.policy.Follow(runCtx, rbacCaches(s.builtin.RBAC), s.log)

@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/crdserver/crdserver/internal/budget"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/schema"
@@ -19,12 +20,31 @@ func KeyPrefix(crd *apiextensionsv1.CustomResourceDefinition) string {
 	return "/registry/" + crd.Spec.Group + "/" + crd.Spec.Names.Plural + "/"
 }
 
+// Built is what a CRD's resource is made from besides the CRD: its
+// objects' watch cache, its converter, its schemas by apiVersion (see
+// LazySchemas and CompileSchemas), the whole CRD for what needs more than
+// New's crd has (the OpenAPI the type converter is built from; nil: crd is
+// whole) and the pool what is built on first use is held in (nil: held
+// once built).
+type Built struct {
+	Cache     *store.Cache
+	Converter conversion.Converter
+	Schemas   map[string]*schema.Version
+	Full      func() (*apiextensionsv1.CustomResourceDefinition, error)
+	Pool      *budget.Pool
+}
+
 // New builds the serving definition of a CRD's resource: its served
 // versions (highest priority first) with their subresources, deprecation
 // warnings and selectable fields, the strategy of its schemas, its printer
-// columns and field managers. conv converts between its versions; schemas
-// are its compiled schemas by apiVersion (see CompileSchemas).
-func New(crd *apiextensionsv1.CustomResourceDefinition, cache *store.Cache, conv conversion.Converter, schemas map[string]*schema.Version) *resource.Resource {
+// columns and field managers. crd may lack its schemas (b.Full gives them).
+func New(crd *apiextensionsv1.CustomResourceDefinition, b Built) *resource.Resource {
+	cache, conv, schemas := b.Cache, b.Converter, b.Schemas
+	full := b.Full
+	if full == nil {
+		whole := crd.DeepCopy()
+		full = func() (*apiextensionsv1.CustomResourceDefinition, error) { return whole, nil }
+	}
 	names := crd.Status.AcceptedNames
 	var served []string
 	status := map[string]bool{}
@@ -62,7 +82,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, cache *store.Cache, conv
 		Strategy:       newStrategy(crd, cache, conv, storage, status, schemas, scales),
 		Converter:      conv,
 		Table:          newTable(crd),
-		FieldManagers:  fieldManagers(crd, conv, schemas, status),
+		FieldManagers:  fieldManagers(crd, full, b.Pool, conv, schemas, status),
 		Terminating:    crd.DeletionTimestamp != nil || apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating),
 		Verbs:          resource.DefaultVerbs,
 	}

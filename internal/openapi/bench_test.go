@@ -24,7 +24,7 @@ func BenchmarkNew(b *testing.B) {
 	all := builtins(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		New(all)
+		New(all, nil)
 	}
 }
 

@@ -109,7 +109,7 @@ func resourceOf(path string) string {
 }
 
 func TestEveryBuiltinResourceIsPublished(t *testing.T) {
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	docs := map[string]*spec3.OpenAPI{}
 	for _, r := range builtins(t) {
 		for _, v := range r.Versions {
@@ -195,7 +195,7 @@ func checkOperations(t *testing.T, r *resource.Resource, gv schema.GroupVersion,
 }
 
 func TestCreateOnlyAndCustomSubresources(t *testing.T) {
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	tests := []struct {
 		doc, path, method, operation string
 		gvk                          string // group/version/kind of the operation
@@ -271,7 +271,7 @@ func typeOf(t *testing.T, gvk schema.GroupVersionKind) reflect.Type {
 }
 
 func TestConcurrentFirstBuilds(t *testing.T) {
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	var paths []string
 	for _, d := range builtinDocuments(builtins(t)) {
 		paths = append(paths, "/openapi/v3/"+d.path)

@@ -24,14 +24,13 @@ type publisherClient struct{ p *Publisher }
 func (c publisherClient) Paths() (map[string]openapi.GroupVersion, error) {
 	p := c.p
 	p.refresh()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make(map[string]openapi.GroupVersion, len(p.builtinV3)+len(p.v3Fingerprints))
+	own := p.own.Load()
+	out := make(map[string]openapi.GroupVersion, len(p.builtinV3)+len(own.gvs))
 	for path := range p.builtinV3 {
 		out[path] = groupVersion{p: p, path: path, version: "builtin"}
 	}
-	for gv, fp := range p.v3Fingerprints {
-		out[v3Path(gv)] = groupVersion{p: p, path: v3Path(gv), version: fp}
+	for path, d := range own.gvs {
+		out[path] = groupVersion{p: p, path: path, version: d.etag}
 	}
 	return out, nil
 }

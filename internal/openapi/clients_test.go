@@ -41,7 +41,7 @@ func serve(t *testing.T, p *Publisher, crds ...*apiextensionsv1.CustomResourceDe
 }
 
 func TestClientGoReadsDocuments(t *testing.T) {
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{cronTab(t, "", "1")}))
 	dc, err := discovery.NewDiscoveryClientForConfig(serve(t, p))
 	if err != nil {
@@ -79,7 +79,7 @@ func TestClientGoReadsDocuments(t *testing.T) {
 }
 
 func TestFieldValidationVerifier(t *testing.T) {
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{cronTab(t, "", "1")}))
 	// A CRD the finder lists but the documents lack (not Established
 	// yet): kubectl checks the Namespace document instead.

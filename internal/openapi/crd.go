@@ -4,15 +4,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
+	"strconv"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
-	"k8s.io/kube-openapi/pkg/cached"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/crdserver/crdserver/internal/budget"
 )
 
 // The CRD document builders, with the options kube-apiserver uses
@@ -25,106 +27,139 @@ var (
 	v2Options  = builder.Options{V2: true, IncludeSelectableFields: true}
 )
 
-// crdDocs are the documents of one CRD at one resourceVersion. Nothing is
-// built until a document is asked for, and then only once.
+// crdDocs are the documents of one CRD at one uid and generation (they
+// are made of its spec alone). Nothing is built until a document is asked
+// for; what is built is held in a budget.Pool, which may release it.
 type crdDocs struct {
-	group           string
-	resourceVersion string
+	group      string
+	uid        types.UID
+	generation int64
 	// v3 is one document per served version.
-	v3 map[string]cached.Value[*spec3.OpenAPI]
+	v3 map[string]*budget.Value[*spec3.OpenAPI]
 	// v2 is one document for every served version.
-	v2 cached.Value[*spec.Swagger]
+	v2 *budget.Value[*spec.Swagger]
 }
 
-func newCRDDocs(crd *apiextensionsv1.CustomResourceDefinition) *crdDocs {
-	etag := crd.Name + "@" + crd.ResourceVersion
+// newCRDDocs makes the documents of crd, which may lack its schemas: full
+// gives the whole CRD when a document is built.
+func newCRDDocs(crd *apiextensionsv1.CustomResourceDefinition, full func() (*apiextensionsv1.CustomResourceDefinition, error), pool *budget.Pool) *crdDocs {
 	d := &crdDocs{
-		group:           crd.Spec.Group,
-		resourceVersion: crd.ResourceVersion,
-		v3:              map[string]cached.Value[*spec3.OpenAPI]{},
+		group:      crd.Spec.Group,
+		uid:        crd.UID,
+		generation: crd.Generation,
+		v3:         map[string]*budget.Value[*spec3.OpenAPI]{},
 	}
+	name := crd.Name
 	var served []string
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
 			continue
 		}
 		served = append(served, v.Name)
-		d.v3[v.Name] = cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
+		d.v3[v.Name] = budget.NewValue(pool, func() (*spec3.OpenAPI, int64, error) {
+			crd, err := full()
+			if err != nil {
+				return nil, 0, err
+			}
 			doc, err := buildCRDV3(crd, v.Name, v3Options)
 			if err != nil {
-				return nil, "", fmt.Errorf("CustomResourceDefinition %s, version %s: %w", crd.Name, v.Name, err)
+				return nil, 0, fmt.Errorf("CustomResourceDefinition %s, version %s: %w", name, v.Name, err)
 			}
-			return doc, etag, nil
-		}))
+			return doc, schemasCost(doc.Components.Schemas), nil
+		})
 	}
-	d.v2 = cached.Once(cached.Func(func() (*spec.Swagger, string, error) {
+	d.v2 = budget.NewValue(pool, func() (*spec.Swagger, int64, error) {
+		crd, err := full()
+		if err != nil {
+			return nil, 0, err
+		}
 		merged := &spec.Swagger{}
 		for _, v := range served {
 			doc, err := buildCRDV2(crd, v, v2Options)
 			if err != nil {
-				return nil, "", fmt.Errorf("CustomResourceDefinition %s, version %s: %w", crd.Name, v, err)
+				return nil, 0, fmt.Errorf("CustomResourceDefinition %s, version %s: %w", name, v, err)
 			}
 			// The built-in document has its defaults pruned; so must this
 			// one, to merge cleanly.
 			doc.Definitions = handler.PruneDefaults(doc.Definitions)
 			if merged, err = builder.MergeSpecs(merged, doc); err != nil {
-				return nil, "", fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
+				return nil, 0, fmt.Errorf("CustomResourceDefinition %s: %w", name, err)
 			}
 		}
-		return merged, etag, nil
-	}))
+		return merged, definitionsCost(merged.Definitions), nil
+	})
 	return d
 }
 
-// mergeV3 lazily merges the documents of one group/version. A document
-// that fails to build is left out, as kube-apiserver leaves out a CRD
-// whose document it cannot build.
-func mergeV3(etag string, docs []cached.Value[*spec3.OpenAPI]) cached.Value[*spec3.OpenAPI] {
-	return cached.MergeList(func(results []cached.Result[*spec3.OpenAPI]) (*spec3.OpenAPI, string, error) {
-		var specs []*spec3.OpenAPI
-		for _, r := range results {
-			if r.Err != nil {
-				slog.Warn("openapi: leaving a document out", "err", r.Err)
-				continue
-			}
-			specs = append(specs, r.Value)
-		}
-		doc, err := builder.MergeSpecsV3(specs...)
-		return doc, etag, err
-	}, docs)
+// drop releases what was built of the documents (the CRD changed or went).
+func (d *crdDocs) drop() {
+	for _, v := range d.v3 {
+		v.Drop()
+	}
+	d.v2.Drop()
 }
 
-// mergeV2 lazily merges the CRD documents onto the built-in one, which
-// wins any conflict.
-func mergeV2(etag string, static cached.Value[*spec.Swagger], crds []cached.Value[*spec.Swagger]) cached.Value[*spec.Swagger] {
-	all := append([]cached.Value[*spec.Swagger]{static}, crds...)
-	return cached.MergeList(func(results []cached.Result[*spec.Swagger]) (*spec.Swagger, string, error) {
-		if results[0].Err != nil {
-			return nil, "", results[0].Err
-		}
-		var specs []*spec.Swagger
-		for _, r := range results[1:] {
-			if r.Err != nil {
-				slog.Warn("openapi: leaving a document out", "err", r.Err)
-				continue
-			}
-			specs = append(specs, r.Value)
-		}
-		doc, err := builder.MergeSpecs(results[0].Value, specs...)
-		return doc, etag, err
-	}, all)
+// schemaBytes is the estimated bytes of a document per schema node
+// (measured on the CRDs of a real Crossplane provider).
+const schemaBytesPerNode = 1000
+
+// schemasCost estimates the bytes of a v3 document's schemas.
+func schemasCost(defs map[string]*spec.Schema) int64 {
+	n := 0
+	for _, s := range defs {
+		n += countSchema(s)
+	}
+	return int64(n) * schemaBytesPerNode
 }
 
-// fingerprint identifies a set of CRDs at their resourceVersions; names
-// must be sorted. A document is rebuilt only when its fingerprint changes.
-func fingerprint(docs map[string]*crdDocs, names []string) string {
+// definitionsCost estimates the bytes of a v2 document's definitions.
+func definitionsCost(defs spec.Definitions) int64 {
+	n := 0
+	for k := range defs {
+		s := defs[k]
+		n += countSchema(&s)
+	}
+	return int64(n) * schemaBytesPerNode
+}
+
+// countSchema counts the schemas in s, s included.
+func countSchema(s *spec.Schema) int {
+	if s == nil {
+		return 0
+	}
+	n := 1
+	for k := range s.Properties {
+		p := s.Properties[k]
+		n += countSchema(&p)
+	}
+	if s.Items != nil {
+		n += countSchema(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil {
+		n += countSchema(s.AdditionalProperties.Schema)
+	}
+	for i := range s.AllOf {
+		n += countSchema(&s.AllOf[i])
+	}
+	return n
+}
+
+// fingerprint identifies a set of CRDs at their uids and generations
+// (names sorted), and extra: a document made of them is the same while
+// its fingerprint is. It is the ETag (and the hash in the v3 root) of the
+// document, so that listing the documents builds none.
+func fingerprint(docs map[string]*crdDocs, names []string, extra string) string {
 	var b strings.Builder
+	b.WriteString(extra)
 	for _, n := range names {
+		d := docs[n]
+		b.WriteByte(',')
 		b.WriteString(n)
 		b.WriteByte('@')
-		b.WriteString(docs[n].resourceVersion)
-		b.WriteByte(',')
+		b.WriteString(string(d.uid))
+		b.WriteByte('@')
+		b.WriteString(strconv.FormatInt(d.generation, 10))
 	}
 	sum := sha256.Sum256([]byte(b.String()))
-	return hex.EncodeToString(sum[:])
+	return strings.ToUpper(hex.EncodeToString(sum[:]))
 }

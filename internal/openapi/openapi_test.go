@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -136,7 +137,9 @@ func cronTab(t *testing.T, group, resourceVersion string) *apiextensionsv1.Custo
 		crd.Spec.Group = group
 		crd.Name = crd.Spec.Names.Plural + "." + group
 	}
+	// Every revision of these CRDs is a new spec (a new generation).
 	crd.ResourceVersion = resourceVersion
+	crd.Generation, _ = strconv.ParseInt(resourceVersion, 10, 64)
 	crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}
 	return crd
 }
@@ -156,7 +159,7 @@ func index(crds []*apiextensionsv1.CustomResourceDefinition, notEstablished ...s
 }
 
 func TestRootListsBuiltinDocuments(t *testing.T) {
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	urls := root(t, p)
 	want := []string{
 		"api", "api/v1", "apis",
@@ -207,7 +210,7 @@ func TestBuiltinPatchOperations(t *testing.T) {
 		{"apis/apiextensions.k8s.io/v1", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}/status", crdGVK, []string{jsonPatch, mergePatch, strategicPatch, applyPatch}},
 		{"apis/admissionregistration.k8s.io/v1", "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}/status", vapGVK, []string{jsonPatch, mergePatch, strategicPatch, applyPatch}},
 	}
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			op := patchOperation(t, document(t, p, tt.doc), tt.path)
@@ -231,7 +234,7 @@ func TestBuiltinPatchOperations(t *testing.T) {
 }
 
 func TestBuiltinOperationsAndDefinitions(t *testing.T) {
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	core := document(t, p, "api/v1")
 	ext := document(t, p, "apis/apiextensions.k8s.io/v1")
 	tests := []struct {
@@ -312,7 +315,7 @@ func TestBuiltinOperationsAndDefinitions(t *testing.T) {
 }
 
 func TestNotFound(t *testing.T) {
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	for _, target := range []string{"/openapi/v3/apis/nope.example.com/v1", "/openapi/v3/", "/openapi/v1", "/openapi/v3/api/v1/extra"} {
 		if w := get(t, p, target, ""); w.Code != http.StatusNotFound {
 			t.Errorf("GET %s: %d", target, w.Code)
@@ -321,7 +324,7 @@ func TestNotFound(t *testing.T) {
 }
 
 func TestV3Protobuf(t *testing.T) {
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	w := get(t, p, "/openapi/v3/api/v1", v3Protobuf)
 	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/com.github.proto-openapi.spec.v3.v1.0+protobuf" {
 		t.Fatalf("%d %q", w.Code, w.Header().Get("Content-Type"))
@@ -329,7 +332,7 @@ func TestV3Protobuf(t *testing.T) {
 }
 
 func TestV2(t *testing.T) {
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	p.Sync(index([]*apiextensionsv1.CustomResourceDefinition{cronTab(t, "", "1")}))
 
 	w := get(t, p, "/openapi/v2", "application/json")

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/url"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/handler"
@@ -23,6 +23,7 @@ import (
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"github.com/crdserver/crdserver/internal/budget"
 	"github.com/crdserver/crdserver/internal/registry"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/resource"
@@ -40,55 +41,52 @@ type Publisher struct {
 	applied atomic.Uint64
 
 	// shared serves the built-in documents, for every server of the
-	// process with the same built-in resources; v3 serves this server's
-	// group/versions that hold CRDs (merged with a built-in document when
-	// a CRD is in a built-in group/version); ownPaths are those paths.
-	shared   *handler3.OpenAPIService
-	v3       *handler3.OpenAPIService
-	ownPaths atomic.Pointer[map[string]bool]
-	// root is the last /openapi/v3 answer merged from shared's and v3's.
-	rootMu sync.Mutex
-	root   *v3Root
-
-	v2 *handler.OpenAPIService
-	// v2Handler is the v2 service's handler (content negotiation, gzip).
-	v2Handler http.Handler
-
+	// process with the same built-in resources.
+	shared *handler3.OpenAPIService
 	// builtinV3 are the built-in documents by path ("api/v1"); builtinV2
 	// is the built-in v2 document CRDs are merged onto.
 	builtinV3 map[string]cached.Value[*spec3.OpenAPI]
 	builtinV2 cached.Value[*spec.Swagger]
+	// pool holds what is built for CRDs: their documents and the merged
+	// ones, as JSON and protobuf.
+	pool *budget.Pool
 
-	mu sync.Mutex // guards what follows, and updates of v2 and v3
+	// own are this server's documents of CRD group/versions and its v2
+	// document, as of the last applied Index.
+	own atomic.Pointer[ownDocs]
+	// root is the last /openapi/v3 answer merged from shared's and own's.
+	rootMu sync.Mutex
+	root   *v3Root
+
+	mu sync.Mutex // guards crds, and the updates of own
 	// crds are the documents of the Established CRDs, by name.
 	crds map[string]*crdDocs
-	// v3Fingerprints are the fingerprints of the published CRD
-	// group/versions; v2Fingerprint that of the CRDs in the v2 document.
-	v3Fingerprints map[schema.GroupVersion]string
-	v2Fingerprint  string
-	// ownValues are the documents given to v3, by path.
-	ownValues map[string]cached.Value[*spec3.OpenAPI]
+}
+
+// ownDocs are the documents made of CRDs, at one Index.
+type ownDocs struct {
+	// gvs are the group/versions holding CRDs, by path ("apis/g/v"),
+	// each merged with the built-in document of its path if there is one.
+	gvs map[string]*servedDoc
+	// v2 is the built-in v2 document with every CRD's merged in.
+	v2 *servedDoc
 }
 
 // New returns a publisher of the documents of the built-in resources
-// builtins (a server's Builtin.All). Nothing is built until a document is
-// asked for. Call Sync with every registry Index (reg.Subscribe(p.Sync))
-// to publish CRDs.
-func New(builtins []*resource.Resource) *Publisher {
+// builtins (a server's Builtin.All), whose CRD documents are held in pool
+// (nil: held once built). Nothing is built until a document is asked for.
+// Call Sync with every registry Index (reg.Subscribe(p.Sync)) to publish
+// CRDs.
+func New(builtins []*resource.Resource, pool *budget.Pool) *Publisher {
 	set := sharedBuiltinSet(builtinDocuments(builtins))
 	p := &Publisher{
-		shared:         set.v3,
-		v3:             handler3.NewOpenAPIService(),
-		builtinV3:      set.docs,
-		builtinV2:      set.v2,
-		crds:           map[string]*crdDocs{},
-		v3Fingerprints: map[schema.GroupVersion]string{},
-		v2Fingerprint:  fingerprint(nil, nil),
-		ownValues:      map[string]cached.Value[*spec3.OpenAPI]{},
+		shared:    set.v3,
+		builtinV3: set.docs,
+		builtinV2: set.v2,
+		pool:      pool,
+		crds:      map[string]*crdDocs{},
 	}
-	p.ownPaths.Store(&map[string]bool{})
-	p.v2 = handler.NewOpenAPIServiceLazy(p.builtinV2)
-	p.v2.RegisterOpenAPIVersionedService("/openapi/v2", captureHandler(func(h http.Handler) { p.v2Handler = h }))
+	p.own.Store(&ownDocs{gvs: map[string]*servedDoc{}, v2: p.v2Document(nil, nil)})
 	return p
 }
 
@@ -147,20 +145,22 @@ type syncedIndex struct {
 // else 404.
 func (p *Publisher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.refresh()
+	own := p.own.Load()
 	switch path := r.URL.Path; {
 	case path == "/openapi/v2":
-		p.v2Handler.ServeHTTP(w, r)
+		serveDocument(w, r, own.v2, "/openapi/v2", v2Formats, false)
 	case path == "/openapi/v3":
 		p.serveV3Root(w, r)
 	case strings.HasPrefix(path, "/openapi/v3/"):
+		gv := strings.TrimPrefix(path, "/openapi/v3/")
+		if d := own.gvs[gv]; d != nil {
+			serveDocument(w, r, d, path, v3Formats, true)
+			return
+		}
 		// The v3 service writes nothing for a document it does not have;
 		// kube-apiserver answers 404.
 		tw := &trackingWriter{ResponseWriter: w}
-		if (*p.ownPaths.Load())[strings.TrimPrefix(path, "/openapi/v3/")] {
-			p.v3.HandleGroupVersion(tw, r)
-		} else {
-			p.shared.HandleGroupVersion(tw, r)
-		}
+		p.shared.HandleGroupVersion(tw, r)
 		if !tw.wrote {
 			w.WriteHeader(http.StatusNotFound)
 		}
@@ -185,9 +185,10 @@ func (p *Publisher) refresh() {
 	p.applied.Store(l.n)
 }
 
-// apply publishes the Established CRDs of ix. Only the group/versions
-// whose CRDs changed (by name and resourceVersion) get new documents, and
-// those are built when first asked for.
+// apply publishes the Established CRDs of ix. A CRD's documents are kept
+// while its uid and generation stay the same (its documents are made of
+// its spec alone); a group/version's merged document is kept while its
+// CRDs' are. Documents are built when first asked for.
 func (p *Publisher) apply(ix *registry.Index) {
 	docs := map[string]*crdDocs{}
 	if ix != nil {
@@ -195,11 +196,16 @@ func (p *Publisher) apply(ix *registry.Index) {
 			if !ix.Established[name] {
 				continue
 			}
-			if d := p.crds[name]; d != nil && d.resourceVersion == crd.ResourceVersion {
+			if d := p.crds[name]; d != nil && d.uid == crd.UID && d.generation == crd.Generation {
 				docs[name] = d
 			} else {
-				docs[name] = newCRDDocs(crd)
+				docs[name] = newCRDDocs(crd, ix.CRDSource(name), p.pool)
 			}
+		}
+	}
+	for name, d := range p.crds {
+		if docs[name] != d {
+			d.drop()
 		}
 	}
 	p.crds = docs
@@ -208,11 +214,25 @@ func (p *Publisher) apply(ix *registry.Index) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	p.applyV3(docs, names)
-	p.applyV2(docs, names)
+	old := p.own.Load()
+	own := &ownDocs{gvs: p.v3Documents(old, docs, names), v2: old.v2}
+	if fp := fingerprint(docs, names, ""); fp != old.v2.etag {
+		own.v2 = p.v2Document(docs, names)
+	}
+	for path, d := range old.gvs {
+		if own.gvs[path] != d {
+			d.drop()
+		}
+	}
+	if own.v2 != old.v2 {
+		old.v2.drop()
+	}
+	p.own.Store(own)
 }
 
-func (p *Publisher) applyV3(docs map[string]*crdDocs, names []string) {
+// v3Documents are the documents of the group/versions of docs, those whose
+// CRDs did not change kept from old.
+func (p *Publisher) v3Documents(old *ownDocs, docs map[string]*crdDocs, names []string) map[string]*servedDoc {
 	members := map[schema.GroupVersion][]string{}
 	for _, name := range names {
 		for v := range docs[name].v3 {
@@ -220,60 +240,90 @@ func (p *Publisher) applyV3(docs map[string]*crdDocs, names []string) {
 			members[gv] = append(members[gv], name)
 		}
 	}
-	fingerprints := make(map[schema.GroupVersion]string, len(members))
+	out := make(map[string]*servedDoc, len(members))
 	for gv, in := range members {
-		fp := fingerprint(docs, in)
-		fingerprints[gv] = fp
-		if p.v3Fingerprints[gv] == fp {
+		path := v3Path(gv)
+		builtin := p.builtinV3[path] // a CRD in a built-in group/version
+		fp := fingerprint(docs, in, builtinKey(builtin, path))
+		if d := old.gvs[path]; d != nil && d.etag == fp {
+			out[path] = d
 			continue
 		}
-		var values []cached.Value[*spec3.OpenAPI]
-		if builtin := p.builtinV3[v3Path(gv)]; builtin != nil {
-			values = append(values, builtin) // a CRD in a built-in group/version
-		}
+		values := make([]*budget.Value[*spec3.OpenAPI], 0, len(in))
 		for _, name := range in {
 			values = append(values, docs[name].v3[gv.Version])
 		}
-		p.ownValues[v3Path(gv)] = mergeV3(fp, values)
-		p.v3.UpdateGroupVersionLazy(v3Path(gv), p.ownValues[v3Path(gv)])
+		out[path] = p.newDocument(fp, func() ([]byte, error) {
+			var specs []*spec3.OpenAPI
+			if builtin != nil {
+				doc, _, err := builtin.Get()
+				if err != nil {
+					return nil, err
+				}
+				specs = append(specs, doc)
+			}
+			for _, v := range values {
+				doc, err := v.Get()
+				if err != nil {
+					// Left out, as kube-apiserver leaves out a CRD whose
+					// document it cannot build.
+					slog.Warn("openapi: leaving a document out", "err", err)
+					continue
+				}
+				specs = append(specs, doc)
+			}
+			merged, err := builder.MergeSpecsV3(specs...)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(merged)
+		}, handler3.ToV3ProtoBinary)
 	}
-	for gv := range p.v3Fingerprints {
-		if _, ok := fingerprints[gv]; !ok {
-			p.v3.DeleteGroupVersion(v3Path(gv)) // the shared built-in one, if any, is served again
-			delete(p.ownValues, v3Path(gv))
-		}
-	}
-	p.v3Fingerprints = fingerprints
-	own := make(map[string]bool, len(fingerprints))
-	for gv := range fingerprints {
-		own[v3Path(gv)] = true
-	}
-	p.ownPaths.Store(&own)
+	return out
 }
 
-func (p *Publisher) applyV2(docs map[string]*crdDocs, names []string) {
-	fp := fingerprint(docs, names)
-	if fp == p.v2Fingerprint {
-		return
+// builtinKey identifies the built-in document of a path in a fingerprint.
+func builtinKey(builtin cached.Value[*spec3.OpenAPI], path string) string {
+	if builtin == nil {
+		return ""
 	}
-	p.v2Fingerprint = fp
-	values := make([]cached.Value[*spec.Swagger], 0, len(names))
+	return "builtin:" + path
+}
+
+// v2Document is the built-in v2 document with the CRDs' documents merged
+// in (the built-in one wins any conflict).
+func (p *Publisher) v2Document(docs map[string]*crdDocs, names []string) *servedDoc {
+	values := make([]*budget.Value[*spec.Swagger], 0, len(names))
 	for _, name := range names {
 		values = append(values, docs[name].v2)
 	}
-	p.v2.UpdateSpecLazy(mergeV2(fp, p.builtinV2, values))
+	static := p.builtinV2
+	return p.newDocument(fingerprint(docs, names, ""), func() ([]byte, error) {
+		base, _, err := static.Get()
+		if err != nil {
+			return nil, err
+		}
+		specs := make([]*spec.Swagger, 0, len(values))
+		for _, v := range values {
+			doc, err := v.Get()
+			if err != nil {
+				slog.Warn("openapi: leaving a document out", "err", err)
+				continue
+			}
+			specs = append(specs, doc)
+		}
+		merged, err := builder.MergeSpecs(base, specs...)
+		if err != nil {
+			return nil, err
+		}
+		return merged.MarshalJSON()
+	}, handler.ToProtoBinary)
 }
 
 // v3Path is the path of a CRD group/version's document.
 func v3Path(gv schema.GroupVersion) string {
 	return "apis/" + gv.Group + "/" + gv.Version
 }
-
-// captureHandler is a common.PathHandler that takes the one handler the v2
-// service registers.
-type captureHandler func(http.Handler)
-
-func (f captureHandler) Handle(_ string, h http.Handler) { f(h) }
 
 // trackingWriter records whether anything was written.
 type trackingWriter struct {
@@ -292,18 +342,21 @@ func (t *trackingWriter) Write(b []byte) (int, error) {
 }
 
 // v3Root is an /openapi/v3 answer: the built-in documents' paths and this
-// server's, with the answers (ETags) of the two services it was made from.
+// server's, with the answer (ETag) of the shared service and the own
+// documents it was made from.
 type v3Root struct {
-	sharedTag, ownTag string
-	body              []byte
-	etag              string
-	modified          time.Time
+	sharedTag string
+	own       *ownDocs
+	body      []byte
+	etag      string
+	modified  time.Time
 }
 
 // serveV3Root answers /openapi/v3 as the v3 service does: the paths of
 // the built-in documents (from the shared service) and of this server's
-// CRD documents (from its own, which win for a path in both), each with
-// the hash of its document.
+// CRD documents (which win for a path in both), each with its hash. The
+// hash of a CRD document is the fingerprint of what it is made from, so
+// listing it builds nothing.
 func (p *Publisher) serveV3Root(w http.ResponseWriter, r *http.Request) {
 	root, err := p.v3RootNow()
 	if err != nil {
@@ -321,32 +374,34 @@ func (p *Publisher) v3RootNow() (*v3Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	own, ownTag, err := discoveryOf(p.v3)
-	if err != nil {
-		return nil, err
-	}
+	own := p.own.Load()
 	p.rootMu.Lock()
 	defer p.rootMu.Unlock()
-	if p.root != nil && p.root.sharedTag == sharedTag && p.root.ownTag == ownTag {
+	if p.root != nil && p.root.sharedTag == sharedTag && p.root.own == own {
 		return p.root, nil
 	}
-	var merged, mine handler3.OpenAPIV3Discovery
+	var merged handler3.OpenAPIV3Discovery
 	if err := json.Unmarshal(shared, &merged); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(own, &mine); err != nil {
 		return nil, err
 	}
 	if merged.Paths == nil {
 		merged.Paths = map[string]handler3.OpenAPIV3DiscoveryGroupVersion{}
 	}
-	maps.Copy(merged.Paths, mine.Paths)
+	for path, d := range own.gvs {
+		merged.Paths[path] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: hashedURL(path, d.etag)}
+	}
 	body, err := json.Marshal(merged)
 	if err != nil {
 		return nil, err
 	}
-	p.root = &v3Root{sharedTag: sharedTag, ownTag: ownTag, body: body, etag: fmt.Sprintf("%X", sha512.Sum512(body)), modified: time.Now()}
+	p.root = &v3Root{sharedTag: sharedTag, own: own, body: body, etag: fmt.Sprintf("%X", sha512.Sum512(body)), modified: time.Now()}
 	return p.root, nil
+}
+
+// hashedURL is the serverRelativeURL of a v3 document, as kube-openapi
+// makes it.
+func hashedURL(path, hash string) string {
+	return (&url.URL{Path: "/openapi/v3/" + path, RawQuery: url.Values{"hash": {hash}}.Encode()}).String()
 }
 
 // discoveryOf is a v3 service's /openapi/v3 answer and its ETag.

@@ -16,7 +16,7 @@ import (
 )
 
 func TestBuiltinDefinitions(t *testing.T) {
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	tests := []struct {
 		doc, name string
 		fields    []string // properties it must have
@@ -109,7 +109,7 @@ func TestDocumentsMatchKubernetes(t *testing.T) {
 	if err := json.Unmarshal(b, &kube); err != nil {
 		t.Fatal(err)
 	}
-	p := New(builtins(t))
+	p := New(builtins(t), nil)
 	for path, want := range kube {
 		w := get(t, p, "/openapi/v3/"+path, "application/json")
 		var ours struct {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -91,6 +92,12 @@ func (r *Registry) followRules(ctx context.Context) {
 
 // reapply rebuilds one CRD's resource (its conversion rules changed).
 func (r *Registry) reapply(name string) {
+	r.rebuild(name)
+	r.publishIfDirty()
+}
+
+// rebuild rebuilds one CRD's resource from the stored CRD.
+func (r *Registry) rebuild(name string) {
 	r.mu.Lock()
 	e := r.defs[name]
 	r.mu.Unlock()
@@ -110,47 +117,106 @@ func (r *Registry) reapplyAll() {
 	}
 	r.mu.Unlock()
 	for _, n := range names {
-		r.reapply(n)
+		r.rebuild(n)
+	}
+	r.publishIfDirty()
+}
+
+// followCRDs keeps the registry in step with the stored CRDs, as
+// store.Follow does, but publishes one Index for the events that are
+// already waiting (up to maxBatch): installing a thousand CRDs publishes
+// far fewer than a thousand Indexes, each of which every subscriber reads.
+func (r *Registry) followCRDs(ctx context.Context) {
+	c := r.opts.CRDs.Cache
+	for ctx.Err() == nil {
+		w, err := c.Watch(ctx, store.WatchOptions{FromState: true})
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		r.syncCRDs(w.Initial, w.Rev)
+	events:
+		for {
+			select {
+			case <-ctx.Done():
+				w.Stop()
+				return
+			case <-w.Done():
+				break events
+			case ev := <-w.Events():
+				rev := r.applyEvent(ev)
+				for n := 1; n < maxBatch; n++ {
+					more, ok := pending(w)
+					if !ok {
+						break
+					}
+					rev = r.applyEvent(more)
+				}
+				r.publishIfDirty()
+				r.markApplied(rev)
+			}
+		}
 	}
 }
 
-// followCRDs keeps the registry in step with the stored CRDs.
-func (r *Registry) followCRDs(ctx context.Context) {
-	store.Follow(ctx, r.opts.CRDs.Cache, func(items []*store.Item, rev int64) {
-		seen := sets.New[string]()
-		for _, it := range items {
-			seen.Insert(it.Name)
-			r.applyCRD(it)
-		}
-		r.mu.Lock()
-		var gone []string
-		for name := range r.defs {
-			if !seen.Has(name) {
-				gone = append(gone, name)
-			}
-		}
-		r.mu.Unlock()
-		for _, name := range gone {
-			r.removeCRD(name)
-		}
-		r.markApplied(rev)
-		r.synced.Store(true)
-	}, func(ev store.Event) {
-		switch ev.Type {
-		case store.Added, store.Modified:
-			r.applyCRD(ev.Item)
-		case store.Deleted:
-			r.removeCRD(ev.Item.Name)
-		}
-		r.markApplied(ev.Rev)
-	})
+// maxBatch bounds the CRD events one Index is published for.
+const maxBatch = 256
+
+// pending returns an event the watcher has already received, if any.
+func pending(w *store.Watcher) (store.Event, bool) {
+	select {
+	case ev := <-w.Events():
+		return ev, true
+	default:
+		return store.Event{}, false
+	}
 }
 
-// applyCRD (re)builds the resource of a stored CRD and publishes it. The
-// resource keeps its watch cache, and its compiled schemas and converter
-// while the CRD's generation and spec.conversion stay the same.
+// syncCRDs applies the whole state of the CRDs at revision rev.
+func (r *Registry) syncCRDs(items []*store.Item, rev int64) {
+	seen := sets.New[string]()
+	for _, it := range items {
+		seen.Insert(it.Name)
+		r.applyCRD(it)
+	}
+	r.mu.Lock()
+	var gone []string
+	for name := range r.defs {
+		if !seen.Has(name) {
+			gone = append(gone, name)
+		}
+	}
+	r.mu.Unlock()
+	for _, name := range gone {
+		r.removeCRD(name)
+	}
+	r.publishIfDirty()
+	r.markApplied(rev)
+	r.synced.Store(true)
+}
+
+// applyEvent applies one CRD change and returns its revision.
+func (r *Registry) applyEvent(ev store.Event) int64 {
+	switch ev.Type {
+	case store.Added, store.Modified:
+		r.applyCRD(ev.Item)
+	case store.Deleted:
+		r.removeCRD(ev.Item.Name)
+	}
+	return ev.Rev
+}
+
+// applyCRD (re)builds the resource of a stored CRD; the caller publishes.
+// The resource keeps its watch cache, and its schemas and converter while
+// the CRD's generation and spec.conversion stay the same. The CRD is
+// decoded without its schemas: they are compiled from the stored bytes,
+// part by part, when a request first needs them, and held in the budget
+// pool (Options.Budget).
 func (r *Registry) applyCRD(it *store.Item) {
-	crd, err := apiextensions.Decode(it.Raw)
+	crd, withSchema, err := apiextensions.DecodeSlim(it.Raw)
 	if err != nil {
 		r.log.Error("undecodable CRD", "name", it.Name, "err", err)
 		return
@@ -162,7 +228,7 @@ func (r *Registry) applyCRD(it *store.Item) {
 		e = &crdEntry{}
 		r.defs[crd.Name] = e
 	}
-	e.crd = crd
+	e.crd, e.raw = crd, it.Raw
 	old := e.res
 	e.res = nil
 	if apiextensions.Servable(crd) && !r.builtinOverlap(crd.Spec.Group, crd.Status.AcceptedNames.Plural) {
@@ -172,13 +238,12 @@ func (r *Registry) applyCRD(it *store.Item) {
 			cache = r.opts.NewCache(prefix)
 			r.caches[prefix] = cache
 		}
-		if e.schemas == nil || e.schemaGen != crd.Generation {
-			schemas, err := customresource.CompileSchemas(crd)
-			if err != nil {
-				// CRD validation refuses what does not compile; log it.
-				r.log.Error("CRD schema", "crd", crd.Name, "err", err)
+		if e.schemas == nil || e.schemaGen != crd.Generation || e.schemaUID != crd.UID {
+			for _, v := range e.schemas {
+				v.Drop()
 			}
-			e.schemas, e.schemaGen, e.schemaRev = schemas, crd.Generation, it.Rev
+			e.schemas = customresource.LazySchemas(r.opts.Budget, crd, it.Raw, withSchema)
+			e.schemaGen, e.schemaUID, e.schemaRev, e.schemaRaw = crd.Generation, crd.UID, it.Rev, it.Raw
 			e.conv = nil
 		}
 		rules := r.rules[crd.Name]
@@ -186,7 +251,10 @@ func (r *Registry) applyCRD(it *store.Item) {
 			var conv conversion.Converter
 			var err error
 			if rules != nil {
-				conv, err = conversion.ForRules(crd, rules.spec, e.schemas, e.schemaRev)
+				var full *apiextensionsv1.CustomResourceDefinition
+				if full, err = apiextensions.Decode(it.Raw); err == nil {
+					conv, err = conversion.ForRules(full, rules.spec, e.schemas, e.schemaRev)
+				}
 			} else {
 				var inner conversion.Converter
 				inner, err = r.strategy(e, crd)
@@ -201,14 +269,31 @@ func (r *Registry) applyCRD(it *store.Item) {
 			e.convSpec = crd.Spec.Conversion.DeepCopy()
 			e.convRules = rules
 		}
-		e.res = customresource.New(crd, cache, e.conv, e.schemas)
+		raw := e.schemaRaw
+		e.res = customresource.New(crd, customresource.Built{
+			Cache:     cache,
+			Converter: e.conv,
+			Schemas:   e.schemas,
+			Full:      func() (*apiextensionsv1.CustomResourceDefinition, error) { return apiextensions.Decode(raw) },
+			Pool:      r.opts.Budget,
+		})
+		if old != nil && old.FieldManagers != nil && old.Converter == e.conv && e.resSchemaRev == e.schemaRev &&
+			old.FieldManagers.Kind == e.res.FieldManagers.Kind {
+			// The same schemas, converter and kind: the type converter
+			// built for them serves on.
+			e.res.FieldManagers = old.FieldManagers
+		}
+		e.resSchemaRev = e.schemaRev
+	}
+	if old != nil && old.FieldManagers != nil && (e.res == nil || e.res.FieldManagers != old.FieldManagers) {
+		old.FieldManagers.Release()
 	}
 	if old != nil && old.Converter != nil && (e.res == nil || old.Converter != e.res.Converter) {
 		// Requests in flight may still use it: this closes idle
 		// connections only.
 		conversion.Close(old.Converter)
 	}
-	r.publish()
+	r.dirty = true
 }
 
 // strategy returns the converter of crd's conversion strategy: the one
@@ -258,12 +343,18 @@ func (r *Registry) removeCRD(name string) {
 		}
 		if e.res != nil {
 			conversion.Close(e.res.Converter)
+			if e.res.FieldManagers != nil {
+				e.res.FieldManagers.Release()
+			}
 		}
 		for _, s := range e.strategies {
 			conversion.Close(s.conv)
 		}
+		for _, v := range e.schemas {
+			v.Drop()
+		}
 	}
-	r.publish()
+	r.dirty = true
 	r.mu.Unlock()
 	if stop != nil {
 		go stop.Stop()

@@ -11,8 +11,10 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
+	"github.com/crdserver/crdserver/internal/budget"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/resource"
 	crschema "github.com/crdserver/crdserver/internal/schema"
@@ -34,8 +36,11 @@ type Index struct {
 	storage map[schema.GroupVersionResource]*resource.Resource
 	// Resources is every served resource, built-in ones first.
 	Resources []*resource.Resource
-	// CRDs is every stored CustomResourceDefinition, by name.
+	// CRDs is every stored CustomResourceDefinition, by name, without
+	// its schemas and managedFields (FullCRD decodes it whole).
 	CRDs map[string]*apiextensionsv1.CustomResourceDefinition
+	// raw are the stored CRDs as the watch cache holds them, by name.
+	raw map[string][]byte
 	// CRDResources is the resource of each CRD whose resource is served,
 	// by CRD name.
 	CRDResources map[string]*resource.Resource
@@ -46,6 +51,28 @@ type Index struct {
 	Discoverable map[*resource.Resource]bool
 	// Builtin marks the built-in resources.
 	Builtin map[*resource.Resource]bool
+}
+
+// FullCRD decodes the stored CRD of a name whole (nil if there is none):
+// the Index's CRDs lack their schemas. (An Index made by hand, as tests
+// make them, holds whole CRDs, which it returns as they are.)
+func (ix *Index) FullCRD(name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	raw, ok := ix.raw[name]
+	if !ok {
+		return ix.CRDs[name], nil
+	}
+	return apiextensions.Decode(raw)
+}
+
+// CRDSource returns what decodes the CRD of a name whole, as stored now
+// (nil, nil once there is none): it holds the stored bytes, not the Index.
+func (ix *Index) CRDSource(name string) func() (*apiextensionsv1.CustomResourceDefinition, error) {
+	raw, ok := ix.raw[name]
+	if !ok {
+		crd := ix.CRDs[name] // an Index made by hand holds whole CRDs
+		return func() (*apiextensionsv1.CustomResourceDefinition, error) { return crd, nil }
+	}
+	return func() (*apiextensionsv1.CustomResourceDefinition, error) { return apiextensions.Decode(raw) }
 }
 
 // Lookup returns the resource and version a request path names.
@@ -86,7 +113,11 @@ type Options struct {
 	ConversionRules *resource.Resource
 	// Conversion tunes webhook conversion.
 	Conversion conversion.Options
-	Log        *slog.Logger
+	// Budget holds what is built for a CRD when a request first needs it
+	// (compiled schemas, type converters) within a bound on their memory;
+	// nil holds everything once built.
+	Budget *budget.Pool
+	Log    *slog.Logger
 }
 
 // Registry knows every resource crdserver serves: the built-in ones and
@@ -107,6 +138,8 @@ type Registry struct {
 	defs        map[string]*crdEntry    // by CRD name
 	rules       map[string]*ruleEntry   // declarative conversion rules, by CRD name
 	synced      atomic.Bool
+	// dirty: a CRD changed since the last Index was published.
+	dirty bool
 	// applied is the revision of the last CRD change the Index reflects.
 	applied   atomic.Int64
 	appliedCh atomic.Pointer[chan struct{}]
@@ -114,13 +147,21 @@ type Registry struct {
 
 // crdEntry is what the registry derived from one CRD.
 type crdEntry struct {
+	// crd is the CRD without its schemas (apiextensions.DecodeSlim); raw
+	// is the whole CRD as the watch cache holds it.
 	crd *apiextensionsv1.CustomResourceDefinition
+	raw []byte
 	res *resource.Resource // nil while not served
-	// schemas are compiled once per CRD generation; schemaRev is the
-	// revision of the CRD write that brought them.
+	// resSchemaRev is the schemaRev res was built with.
+	resSchemaRev int64
+	// schemas are made once per CRD generation (and uid), and compiled
+	// when first needed; schemaRev is the revision of the CRD write that
+	// brought them, schemaRaw that write's CRD.
 	schemas   map[string]*crschema.Version
 	schemaGen int64
+	schemaUID types.UID
 	schemaRev int64
+	schemaRaw []byte
 	// conv converts between versions; kept while the schemas and
 	// spec.conversion stay the same, so that webhook clients and shared
 	// conversions survive status changes.
@@ -228,13 +269,24 @@ func (r *Registry) WaitApplied(ctx context.Context, rev int64) error {
 	}
 }
 
+// publishIfDirty publishes a new Index if a CRD changed since the last.
+func (r *Registry) publishIfDirty() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dirty {
+		r.publish()
+	}
+}
+
 // publish builds and installs a new Index from the built-ins and the CRD
 // entries. Callers hold r.mu (or are the constructor).
 func (r *Registry) publish() {
+	r.dirty = false
 	ix := &Index{
 		byGVR:        map[schema.GroupVersionResource]served{},
 		storage:      map[schema.GroupVersionResource]*resource.Resource{},
-		CRDs:         map[string]*apiextensionsv1.CustomResourceDefinition{},
+		CRDs:         make(map[string]*apiextensionsv1.CustomResourceDefinition, len(r.defs)),
+		raw:          make(map[string][]byte, len(r.defs)),
 		CRDResources: map[string]*resource.Resource{},
 		Established:  map[string]bool{},
 		Discoverable: map[*resource.Resource]bool{},
@@ -268,6 +320,7 @@ func (r *Registry) publish() {
 	for _, n := range names {
 		e := r.defs[n]
 		ix.CRDs[n] = e.crd
+		ix.raw[n] = e.raw
 		ix.Established[n] = apiextensions.IsEstablished(e.crd)
 		if e.res == nil {
 			continue

@@ -128,8 +128,8 @@ func NormalizeTyped[T any](obj *Object, kind, version string, def func(*T)) ([]e
 // types: client-go's structured-merge-diff schemas for the k8s.io/api
 // groups, apiextensions-apiserver's for CRDs. Types are named through the
 // scheme the built-in APIs register (AddProtobufTypes).
-func builtinTypeConverter() (managedfields.TypeConverter, error) {
-	return builtinTypes(), nil
+func builtinTypeConverter() (managedfields.TypeConverter, int64, error) {
+	return builtinTypes(), 0, nil
 }
 
 // WarmBuiltinTypes builds the built-in types' type converter now (once per

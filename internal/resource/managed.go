@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/crdserver/crdserver/internal/budget"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/request"
 )
@@ -25,13 +26,19 @@ import (
 // FieldManagers builds and keeps the field managers of one resource:
 // Kubernetes' managedFields tracking and server-side apply
 // (k8s.io/apimachinery/pkg/util/managedfields), per version and
-// subresource, over a type converter of the resource's schema.
+// subresource, over a type converter of the resource's schema. The type
+// converter and the managers are built on first use and held in Pool,
+// which may release them (they are built again when next needed).
 type FieldManagers struct {
 	// Group and Kind of the objects.
 	Group, Kind string
-	// TypeConverter returns the schema-aware converter of the objects
-	// (called once, on first use); nil means the deduced one.
-	TypeConverter func() (managedfields.TypeConverter, error)
+	// TypeConverter returns the schema-aware converter of the objects and
+	// its estimated bytes (called on first use, and again after a
+	// release); nil means the deduced one.
+	TypeConverter func() (managedfields.TypeConverter, int64, error)
+	// Pool holds the type converter and the managers (nil: held once
+	// built).
+	Pool *budget.Pool
 	// Converter converts objects between versions.
 	Converter conversion.Converter
 	// Default applies the defaults of the version of an object.
@@ -40,51 +47,75 @@ type FieldManagers struct {
 	// subresource ("" for the main resource) and version.
 	ResetFields func(subresource, version string) []string
 
-	once     sync.Once
+	once sync.Once
+	set  *budget.Value[*fieldManagerSet]
+}
+
+// fieldManagerSet is the type converter of a resource and the managers
+// built over it.
+type fieldManagerSet struct {
 	tc       managedfields.TypeConverter
-	tcErr    error
 	mu       sync.Mutex
 	managers map[string]*managedfields.FieldManager
 }
 
+// managerSet returns the type converter and the managers built so far.
+func (f *FieldManagers) managerSet() (*fieldManagerSet, error) {
+	f.once.Do(func() {
+		f.set = budget.NewValue(f.Pool, func() (*fieldManagerSet, int64, error) {
+			if f.TypeConverter == nil {
+				return &fieldManagerSet{tc: managedfields.NewDeducedTypeConverter()}, 0, nil
+			}
+			tc, cost, err := f.TypeConverter()
+			if err != nil {
+				return nil, 0, err
+			}
+			return &fieldManagerSet{tc: tc}, cost, nil
+		})
+	})
+	return f.set.Get()
+}
+
+// Release drops the type converter and the managers now (the resource
+// is no longer served in this form).
+func (f *FieldManagers) Release() {
+	f.once.Do(func() {})
+	if f.set != nil {
+		f.set.Drop()
+	}
+}
+
 // FieldManager returns the field manager of a version and subresource.
 func (f *FieldManagers) FieldManager(version, subresource string) (*managedfields.FieldManager, error) {
-	f.once.Do(func() {
-		if f.TypeConverter != nil {
-			f.tc, f.tcErr = f.TypeConverter()
-		}
-		if f.tc == nil {
-			f.tc = managedfields.NewDeducedTypeConverter()
-		}
-	})
-	if f.tcErr != nil {
-		return nil, f.tcErr
+	set, err := f.managerSet()
+	if err != nil {
+		return nil, err
 	}
 	key := version + "/" + subresource
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if m := f.managers[key]; m != nil {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if m := set.managers[key]; m != nil {
 		return m, nil
 	}
 	gv := schema.GroupVersion{Group: f.Group, Version: version}
 	var reset map[fieldpath.APIVersion]fieldpath.Filter
 	if f.ResetFields != nil {
 		if paths := f.ResetFields(subresource, version); len(paths) > 0 {
-			set := fieldpath.NewSet()
+			fields := fieldpath.NewSet()
 			for _, p := range paths {
-				set.Insert(fieldpath.MakePathOrDie(p))
+				fields.Insert(fieldpath.MakePathOrDie(p))
 			}
-			reset = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(gv.String()): set})
+			reset = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(gv.String()): fields})
 		}
 	}
-	m, err := managedfields.NewDefaultCRDFieldManager(f.tc, objectConvertor{f}, objectDefaulter{f}, objectCreater{}, gv.WithKind(f.Kind), gv, subresource, reset)
+	m, err := managedfields.NewDefaultCRDFieldManager(set.tc, objectConvertor{f}, objectDefaulter{f}, objectCreater{}, gv.WithKind(f.Kind), gv, subresource, reset)
 	if err != nil {
 		return nil, err
 	}
-	if f.managers == nil {
-		f.managers = map[string]*managedfields.FieldManager{}
+	if set.managers == nil {
+		set.managers = map[string]*managedfields.FieldManager{}
 	}
-	f.managers[key] = m
+	set.managers[key] = m
 	return m, nil
 }
 

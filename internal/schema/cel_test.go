@@ -133,10 +133,10 @@ func TestCELMatchesKubernetes(t *testing.T) {
 				doc = crdWithSchema(c.schema)
 			}
 			v := compile(t, doc)
-			if v.cel == nil {
+			if v.val().cel == nil {
 				t.Fatal("no CEL rules compiled")
 			}
-			upstream := apiextcel.NewValidator(v.structural, true, celconfig.PerCallLimit)
+			upstream := apiextcel.NewValidator(v.b().structural, true, celconfig.PerCallLimit)
 			run := func(newJSON, oldJSON string, budget int64) {
 				t.Helper()
 				var old map[string]any
@@ -148,15 +148,15 @@ func TestCELMatchesKubernetes(t *testing.T) {
 				var opts []apiextcel.Option
 				var r ratchet
 				if old != nil {
-					opts = append(opts, apiextcel.WithRatcheting(common.NewCorrelatedObject(n1, o1, &model.Structural{Structural: v.structural})))
-					r = ratchet{current: common.NewCorrelatedObject(n1, o1, v.celSchema)}
+					opts = append(opts, apiextcel.WithRatcheting(common.NewCorrelatedObject(n1, o1, &model.Structural{Structural: v.b().structural})))
+					r = ratchet{current: common.NewCorrelatedObject(n1, o1, v.val().celSchema)}
 				}
 				var oldAny any
 				if old != nil {
 					oldAny = old
 				}
-				want, wantLeft := upstream.Validate(warning.WithWarningRecorder(context.Background(), theirs), nil, v.structural, n1, oldAny, budget, opts...)
-				got, gotLeft := v.cel.validate(warning.WithWarningRecorder(context.Background(), ours), nil, n1, oldAny, r, budget)
+				want, wantLeft := upstream.Validate(warning.WithWarningRecorder(context.Background(), theirs), nil, v.b().structural, n1, oldAny, budget, opts...)
+				got, gotLeft := v.val().cel.validate(warning.WithWarningRecorder(context.Background(), ours), nil, n1, oldAny, r, budget)
 				if a, b := describe(want), describe(got); a != b {
 					t.Errorf("new %s old %s budget %d:\nkubernetes: %s\ncrdserver:  %s", newJSON, oldJSON, budget, a, b)
 				}

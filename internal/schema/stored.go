@@ -31,7 +31,8 @@ import (
 // apiVersion or kind that is not a string, are errors (as in Kubernetes,
 // whose decoder cannot read such an object either).
 func (v *Version) NormalizeStored(obj map[string]any) (bool, error) {
-	if v == nil {
+	b := v.b()
+	if b == nil {
 		return false, nil
 	}
 	av, hasAV := obj["apiVersion"]
@@ -57,15 +58,15 @@ func (v *Version) NormalizeStored(obj map[string]any) (bool, error) {
 		}
 	}
 
-	changed := v.pruner.pruneChanged(obj)
+	changed := b.pruner.pruneChanged(obj)
 	if hasNull(obj) {
 		before := countNulls(obj)
-		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, b.structural)
 		changed = changed || countNulls(obj) != before
 	}
-	if v.hasEmbedded {
+	if b.hasEmbedded {
 		before := runtime.DeepCopyJSON(obj)
-		if ferr, _ := schemaobjectmeta.CoerceWithOptions(nil, obj, v.structural, false, schemaobjectmeta.CoerceOptions{DropInvalidFields: true}); ferr != nil {
+		if ferr, _ := schemaobjectmeta.CoerceWithOptions(nil, obj, b.structural, false, schemaobjectmeta.CoerceOptions{DropInvalidFields: true}); ferr != nil {
 			return false, ferr
 		}
 		changed = changed || !reflect.DeepEqual(before, obj)
@@ -99,8 +100,8 @@ func (v *Version) NormalizeStored(obj map[string]any) (bool, error) {
 		obj["metadata"] = md
 	}
 
-	if v.NeedsDefaults(obj) {
-		structuraldefaulting.Default(obj, v.structural)
+	if b.needsDefaults(obj) {
+		structuraldefaulting.Default(obj, b.structural)
 		changed = true
 	}
 	return changed, nil
@@ -109,17 +110,22 @@ func (v *Version) NormalizeStored(obj map[string]any) (bool, error) {
 // DefaultStored applies the version's defaults to an object read from
 // storage that needs nothing else, and reports whether it changed.
 func (v *Version) DefaultStored(obj map[string]any) bool {
-	if !v.NeedsDefaults(obj) {
+	b := v.b()
+	if !b.needsDefaults(obj) {
 		return false
 	}
-	structuraldefaulting.Default(obj, v.structural)
+	structuraldefaulting.Default(obj, b.structural)
 	return true
 }
 
 // NeedsDefaults reports whether applying the version's defaults would
 // change obj (Kubernetes' defaulting has a default to set somewhere).
 func (v *Version) NeedsDefaults(obj map[string]any) bool {
-	return v != nil && v.hasDefault && needsDefault(obj, v.structural)
+	return v.b().needsDefaults(obj)
+}
+
+func (b *base) needsDefaults(obj map[string]any) bool {
+	return b != nil && b.hasDefault && needsDefault(obj, b.structural)
 }
 
 // needsDefault follows structuraldefaulting.Default over x without

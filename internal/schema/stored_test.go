@@ -220,7 +220,7 @@ func TestNormalizeStoredMatchesKubernetes(t *testing.T) {
 		}
 		theirs := runtime.DeepCopyJSON(obj)
 		ours := runtime.DeepCopyJSON(obj)
-		werr := kubernetesStorageDecode(theirs, v.structural)
+		werr := kubernetesStorageDecode(theirs, v.b().structural)
 		got, gerr := v.NormalizeStored(ours)
 		in, _ := json.Marshal(obj)
 		if (werr != nil) != (gerr != nil) {
@@ -296,10 +296,10 @@ func TestNeedsDefaultsMatchesDefault(t *testing.T) {
 		}
 		if r.Intn(2) == 0 {
 			// Drop the nulls that defaulting never sees.
-			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.structural)
+			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, v.b().structural)
 		}
 		defaulted := runtime.DeepCopyJSON(obj)
-		structuraldefaulting.Default(defaulted, v.structural)
+		structuraldefaulting.Default(defaulted, v.b().structural)
 		want := !reflect.DeepEqual(obj, defaulted)
 		if got := v.NeedsDefaults(obj); got != want {
 			in, _ := json.Marshal(obj)

@@ -383,3 +383,99 @@ func (crdTable) ConvertToTable(ctx context.Context, _ string, objs []*unstructur
 	}
 	return crdtable.New().ConvertToTable(ctx, list, &metav1.TableOptions{NoHeaders: noHeaders})
 }
+
+// DecodeSlim decodes a stored or encoded CRD without its schemas (each
+// version's schema is nil) and without managedFields: what serving it
+// needs until a request needs its schemas (VersionSchema). The schemas,
+// most of a large CRD, are only scanned over. It also says which versions
+// have a schema.
+func DecodeSlim(raw []byte) (*apiextensionsv1.CustomResourceDefinition, map[string]bool, error) {
+	var s slimCRD
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, nil, err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   s.TypeMeta,
+		ObjectMeta: s.Metadata.ObjectMeta,
+		Spec:       s.Spec.CustomResourceDefinitionSpec,
+		Status:     s.Status,
+	}
+	crd.Spec.Versions = make([]apiextensionsv1.CustomResourceDefinitionVersion, len(s.Spec.Versions))
+	withSchema := map[string]bool{}
+	for i, v := range s.Spec.Versions {
+		crd.Spec.Versions[i] = v.CustomResourceDefinitionVersion
+		if v.Schema {
+			withSchema[v.Name] = true
+		}
+	}
+	return crd, withSchema, nil
+}
+
+// The shapes DecodeSlim decodes into: a field of the outer struct hides
+// the embedded struct's field of the same JSON name.
+type (
+	slimCRD struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        slimMeta                                       `json:"metadata"`
+		Spec            slimSpec                                       `json:"spec"`
+		Status          apiextensionsv1.CustomResourceDefinitionStatus `json:"status"`
+	}
+	slimMeta struct {
+		metav1.ObjectMeta
+		ManagedFields skipJSON `json:"managedFields"`
+	}
+	slimSpec struct {
+		apiextensionsv1.CustomResourceDefinitionSpec
+		Versions []slimVersion `json:"versions"`
+	}
+	slimVersion struct {
+		apiextensionsv1.CustomResourceDefinitionVersion
+		Schema presence `json:"schema"`
+	}
+)
+
+// skipJSON takes any JSON value and keeps nothing of it.
+type skipJSON struct{}
+
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
+
+// presence takes any JSON value and keeps only whether it is not null.
+type presence bool
+
+func (p *presence) UnmarshalJSON(b []byte) error {
+	*p = string(b) != "null"
+	return nil
+}
+
+// VersionSchema decodes the schema of one version of a stored or encoded
+// CRD, and whether that version has the status subresource; a version
+// without a schema (or not in the CRD) gives nil.
+func VersionSchema(raw []byte, version string) (*apiextensionsv1.CustomResourceValidation, bool, error) {
+	var s struct {
+		Spec struct {
+			Versions []struct {
+				Name         string                                      `json:"name"`
+				Schema       json.RawMessage                             `json:"schema"`
+				Subresources *apiextensionsv1.CustomResourceSubresources `json:"subresources"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, false, err
+	}
+	for _, v := range s.Spec.Versions {
+		if v.Name != version {
+			continue
+		}
+		hasStatus := v.Subresources != nil && v.Subresources.Status != nil
+		if len(v.Schema) == 0 || string(v.Schema) == "null" {
+			return nil, hasStatus, nil
+		}
+		val := &apiextensionsv1.CustomResourceValidation{}
+		if err := json.Unmarshal(v.Schema, val); err != nil {
+			return nil, false, err
+		}
+		return val, hasStatus, nil
+	}
+	return nil, false, nil
+}
