@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -48,7 +49,13 @@ type Controller struct {
 	client apiextensionsclient.Interface
 	log    *slog.Logger
 	queue  controller.Queue
+	// groups serializes the decisions of one group: names are only
+	// contested within a group, so several workers decide at once.
+	groups sync.Map // group → *sync.Mutex
 }
+
+// workers is how many CRDs are decided at once (each in its own group).
+const workers = 4
 
 // New returns the controller; it writes CRD status through client.
 func New(reader Reader, client apiextensionsclient.Interface, log *slog.Logger) *Controller {
@@ -85,14 +92,23 @@ func (c *Controller) Run(ctx context.Context) {
 	if err := c.reader.CatchUp(ctx); err != nil && ctx.Err() == nil {
 		c.log.Warn("crd names: catching up", "err", err)
 	}
-	controller.Work(ctx, c.Name(), c.queue, 1, c.log, c.sync)
+	controller.Work(ctx, c.Name(), c.queue, workers, c.log, c.sync)
 }
 
-// sync drives one CRD: names accepted, then established. A CRD being
-// deleted is left to the cleanup controller.
+// sync drives one CRD: names accepted, and established with them. A CRD
+// being deleted is left to the cleanup controller. The CRDs of one group
+// are decided one at a time, each from an Index that holds the last
+// decision's write.
 func (c *Controller) sync(ctx context.Context, name string) error {
+	crd := c.reader.Index().CRDs[name]
+	if crd == nil || crd.DeletionTimestamp != nil {
+		return nil
+	}
+	mu, _ := c.groups.LoadOrStore(crd.Spec.Group, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	ix := c.reader.Index()
-	crd := ix.CRDs[name]
+	crd = ix.CRDs[name]
 	if crd == nil || crd.DeletionTimestamp != nil {
 		return nil
 	}
@@ -102,11 +118,17 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	// NamesAccepted condition change, and Established only with them:
 	// comparing Established too would undo the establishing below (a
 	// CRD with an invalid caBundle: Installing, InvalidCABundle, Installing,
-	// ... without end).
+	// ... without end). The registry serves a CRD from the moment its
+	// names are accepted, so names accepted for the first time establish
+	// it in the same write (Kubernetes' establishing controller writes
+	// Established True in a second one).
 	if !reflect.DeepEqual(names, crd.Status.AcceptedNames) ||
 		!apihelpers.IsCRDConditionEquivalent(&namesCond, apihelpers.FindCRDCondition(crd, apiextensionsv1.NamesAccepted)) {
 		crd.Status.AcceptedNames = names
 		apihelpers.SetCRDCondition(crd, namesCond)
+		if estCond.Reason == "Installing" {
+			estCond = establishedCondition(crd)
+		}
 		apihelpers.SetCRDCondition(crd, estCond)
 		return c.write(ctx, crd)
 	}
