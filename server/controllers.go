@@ -62,7 +62,7 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 	c.leader = controller.NewLeader(s.cfg.LeaderElection.internal(), coordination, func() []controller.Controller {
 		all := []controller.Controller{
 			crdnames.New(s.registry, crds, s.log),
-			crdconditions.New(crds, s.log),
+			crdconditions.New(s.registry, crds, s.log),
 			crdcleanup.New(s.registry, crds, dyn, s.log),
 			namespace.New(s.registry, s.builtin.Namespaces, dyn, s.log),
 			garbagecollector.New(s.registry, dyn, s.log),
