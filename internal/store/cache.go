@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/google/btree"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/metadata"
 )
 
 // CacheOptions tune a Cache.
@@ -70,9 +68,8 @@ type Cache struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
-	// streams counts the watch streams the cache opened; streamCtx is the
-	// context of the current one (progress requests name its stream).
-	streams   int
+	// streamCtx is the context of the current watch (progress requests
+	// name its stream).
 	streamCtx context.Context
 
 	// followCancel ends the current etcd watch (tests break it with it);
@@ -254,30 +251,14 @@ func (c *Cache) setRevLocked(rev int64) {
 	c.revCh = make(chan struct{})
 }
 
-// A watch stream can go silent without failing: the member it is on froze
-// (the connection stays open, keepalives aside) or was left for others
-// (gRPC drains the connection, and a watch stream never ends by itself).
-// So a cache whose watch has said nothing for probeAfter asks etcd for a
-// progress notification on it, and one silent for stallAfter gives the
-// stream up and resumes on a new one, which the client opens on a member
-// that answers.
-const (
-	probeAfter = 2 * time.Second
-	stallAfter = 5 * time.Second
-)
-
-var errStalled = errors.New("the watch stream went silent")
-
 // follow applies the etcd watch from rev+1 until it fails; progress is
-// called whenever the watch delivers something. Each watch has a gRPC
-// stream of its own (the client shares a stream between watches of equal
-// metadata), so that a stalled stream holds up one cache and is left for
-// good.
+// called whenever the watch delivers something. The watch is on the
+// store's shared stream (watchStream), which gives up a stalled stream
+// for every cache at once.
 func (c *Cache) follow(ctx context.Context, rev int64, progress func()) error {
-	c.streams++
-	stream := metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(ctx), "crdserver-watch", c.prefix+"#"+strconv.Itoa(c.streams))
-	wctx, cancel := context.WithCancel(stream)
-	defer cancel()
+	stream := &c.store.stream
+	wctx, cancel, done := stream.open(ctx)
+	defer done()
 	c.mu.Lock()
 	c.followCancel = cancel
 	c.streamCtx = wctx
@@ -286,26 +267,14 @@ func (c *Cache) follow(ctx context.Context, rev int64, progress func()) error {
 		clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 	tick := time.NewTicker(c.opts.BookmarkInterval)
 	defer tick.Stop()
-	alive := time.NewTicker(time.Second)
-	defer alive.Stop()
-	heard := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
 			c.bookmark()
-		case <-alive.C:
-			switch silent := time.Since(heard); {
-			case silent >= stallAfter:
-				return errStalled
-			case silent >= probeAfter:
-				pctx, pcancel := context.WithTimeout(wctx, time.Second)
-				_ = c.store.cli.RequestProgress(pctx)
-				pcancel()
-			}
 		case resp, ok := <-wch:
-			heard = time.Now()
+			stream.heardNow()
 			if !ok {
 				if wctx.Err() != nil && ctx.Err() == nil {
 					return errors.New("watch interrupted")

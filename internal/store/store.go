@@ -83,6 +83,8 @@ type Store struct {
 	// one). newest is then the newest revision of any answer it gave.
 	onlyWriter bool
 	newest     atomic.Int64
+	// stream is what the watch caches watch etcd on.
+	stream watchStream
 }
 
 // Transformer turns a value into what etcd stores for a key, and back:
@@ -126,7 +128,7 @@ func (s *Store) Close() {
 var _ Interface = (*Store)(nil)
 
 // New returns a Store over an etcd client.
-func New(cli *clientv3.Client) *Store { return &Store{cli: cli} }
+func New(cli *clientv3.Client) *Store { return &Store{cli: cli, stream: watchStream{cli: cli}} }
 
 // kvFrom is a stored key and its value as the store's users see it.
 func (s *Store) kvFrom(ctx context.Context, kv *mvccpb.KeyValue) (*KV, error) {

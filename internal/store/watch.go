@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -21,6 +22,9 @@ type WatchOptions struct {
 	Rev int64
 	// Bookmarks asks for periodic BOOKMARK events.
 	Bookmarks bool
+	// Buffer is how many events the watcher may fall behind before it is
+	// ended (default CacheOptions.WatcherBuffer).
+	Buffer int
 }
 
 // Watcher receives the events of one watch. Events arrive on Events in
@@ -167,7 +171,7 @@ func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 		prefix:    c.prefix + o.Namespace + "/",
 		filter:    o.Filter,
 		bookmarks: o.Bookmarks,
-		ch:        make(chan Event, c.opts.WatcherBuffer),
+		ch:        make(chan Event, cmp.Or(o.Buffer, c.opts.WatcherBuffer)),
 		done:      make(chan struct{}),
 	}
 	if o.FromState {

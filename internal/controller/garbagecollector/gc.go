@@ -79,7 +79,7 @@ func (g *Collector) follow(ctx context.Context, ix *registry.Index) {
 		}
 		fctx, cancel := context.WithCancel(ctx)
 		g.following[c] = cancel
-		go store.Follow(fctx, c, func(items []*store.Item, _ int64) {
+		go store.FollowBuffered(fctx, c, followBuffer, func(items []*store.Item, _ int64) {
 			for _, it := range items {
 				g.observe(it, false)
 			}
@@ -94,6 +94,11 @@ func (g *Collector) follow(ctx context.Context, ix *registry.Index) {
 		}
 	}
 }
+
+// followBuffer is how far the collector may fall behind one resource's
+// changes before it reads that resource's whole state again: it follows
+// every resource, most of which change seldom.
+const followBuffer = 256
 
 // observe updates the index with one object and queues what it affects.
 func (g *Collector) observe(it *store.Item, deleted bool) {
