@@ -37,6 +37,12 @@
 //	    1,000 watchers, deleting a CRD of n objects, the first create after
 //	    Established, the first list through a conversion webhook after a CRD
 //	    edit and after a flip None -> Webhook, and RSS with n 1-KiB objects.
+//	crdbench crds     -server URL [TLS flags] -corpus F.tar.zst -rss-pid name=PID... -json F
+//	    thousands of CRDs: a corpus installed -concurrency at a time until
+//	    all are Established, memory empty and settled, aggregated discovery
+//	    and OpenAPI v3 documents cold, a first dry-run create of every CRD
+//	    and memory after it, /openapi/v2, every CRD re-applied with a
+//	    changed description while watches stay open, and every CRD deleted.
 //	crdbench start    -readyz URL [-rss-pid name=PID]... -json F -- CMD ARGS...
 //	    launches CMD, times launch -> /readyz "ok", waits -idle, reads VmRSS
 //	    of CMD (and of the other PIDs), then stops CMD.
@@ -83,6 +89,8 @@ func main() {
 		err = runAdmission(os.Args[2:])
 	case "paths":
 		err = runPaths(os.Args[2:])
+	case "crds":
+		err = runCRDs(os.Args[2:])
 	case "start":
 		err = runStart(os.Args[2:])
 	case "rss":
@@ -101,7 +109,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|admission|paths|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|admission|paths|crds|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
 	os.Exit(2)
 }
 

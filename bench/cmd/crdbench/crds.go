@@ -1,0 +1,1025 @@
+package main
+
+// crdbench crds: a whole provider's CRDs installed, used once each,
+// re-applied and deleted, with the server's memory at each step.
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"sigs.k8s.io/yaml"
+)
+
+// corpusCRD is one CRD of the corpus.
+type corpusCRD struct {
+	Name, Group, Plural, Kind string
+	Namespaced                bool
+	// Version is the version objects are created in: the storage one.
+	Version string
+	// Versions are the names of the versions that have a schema.
+	Versions []string
+	// Body is the CRD as JSON, decoded.
+	Body map[string]any
+}
+
+// readCorpus reads the CRDs of a .tar.zst (one CRD a YAML file), sorted by
+// file name; limit > 0 keeps the first limit.
+func readCorpus(file string, limit int) ([]corpusCRD, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	type named struct {
+		name string
+		data []byte
+	}
+	var files []named
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if h.Typeflag != tar.TypeReg || !strings.HasSuffix(h.Name, ".yaml") {
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, named{path.Base(h.Name), b})
+	}
+	slices.SortFunc(files, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	if limit > 0 && limit < len(files) {
+		files = files[:limit]
+	}
+	out := make([]corpusCRD, 0, len(files))
+	for _, nf := range files {
+		j, err := yaml.YAMLToJSON(nf.data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", nf.name, err)
+		}
+		var body map[string]any
+		if err := json.Unmarshal(j, &body); err != nil {
+			return nil, fmt.Errorf("%s: %w", nf.name, err)
+		}
+		var crd struct {
+			Metadata struct{ Name string }
+			Spec     struct {
+				Group, Scope string
+				Names        struct{ Plural, Kind string }
+				Versions     []struct {
+					Name    string
+					Storage bool
+				}
+			}
+		}
+		if err := json.Unmarshal(j, &crd); err != nil {
+			return nil, fmt.Errorf("%s: %w", nf.name, err)
+		}
+		c := corpusCRD{Name: crd.Metadata.Name, Group: crd.Spec.Group, Plural: crd.Spec.Names.Plural, Kind: crd.Spec.Names.Kind,
+			Namespaced: crd.Spec.Scope == "Namespaced", Body: body}
+		for _, v := range crd.Spec.Versions {
+			c.Versions = append(c.Versions, v.Name)
+			if v.Storage {
+				c.Version = v.Name
+			}
+		}
+		if c.Name == "" || c.Version == "" {
+			return nil, fmt.Errorf("%s: not a CRD with a storage version", nf.name)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// collection is the path of a CRD's objects in its version (in default
+// when namespaced).
+func (c corpusCRD) collection() string {
+	if c.Namespaced {
+		return "/apis/" + c.Group + "/" + c.Version + "/namespaces/default/" + c.Plural
+	}
+	return "/apis/" + c.Group + "/" + c.Version + "/" + c.Plural
+}
+
+// object is a minimal valid object of the CRD: every required field with
+// the least value its schema allows. Managed resources of Crossplane
+// providers need their parameters only when they manage the external
+// resource, so the object only observes it (managementPolicies).
+func (c corpusCRD) object(name string) []byte {
+	md := map[string]any{"name": name}
+	if c.Namespaced {
+		md["namespace"] = "default"
+	}
+	obj := map[string]any{}
+	if root := c.schema(); root != nil {
+		obj, _ = minimalValue(root, 0).(map[string]any)
+		props, _ := root["properties"].(map[string]any)
+		if spec, ok := props["spec"].(map[string]any); ok {
+			sv, _ := obj["spec"].(map[string]any)
+			if sv == nil {
+				sv, _ = minimalValue(spec, 1).(map[string]any)
+			}
+			sp, _ := spec["properties"].(map[string]any)
+			if _, ok := sp["managementPolicies"]; ok {
+				sv["managementPolicies"] = []string{"Observe"}
+			}
+			if _, ok := sp["forProvider"]; ok && sv["forProvider"] == nil {
+				sv["forProvider"] = map[string]any{}
+			}
+			obj["spec"] = sv
+		}
+	}
+	obj["apiVersion"], obj["kind"], obj["metadata"] = c.Group+"/"+c.Version, c.Kind, md
+	b, _ := json.Marshal(obj)
+	return b
+}
+
+// schema is the openAPIV3Schema of the CRD's storage version.
+func (c corpusCRD) schema() map[string]any {
+	spec, _ := c.Body["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	for _, v := range versions {
+		vm, _ := v.(map[string]any)
+		if vm["name"] != c.Version {
+			continue
+		}
+		sch, _ := vm["schema"].(map[string]any)
+		root, _ := sch["openAPIV3Schema"].(map[string]any)
+		return root
+	}
+	return nil
+}
+
+// minimalValue is the least value of a schema: an object of its required
+// properties, the first enum value, the minimum, an empty list.
+func minimalValue(s map[string]any, depth int) any {
+	if enum, ok := s["enum"].([]any); ok && len(enum) > 0 {
+		return enum[0]
+	}
+	switch s["type"] {
+	case "object":
+		out := map[string]any{}
+		props, _ := s["properties"].(map[string]any)
+		req, _ := s["required"].([]any)
+		for _, r := range req {
+			name, _ := r.(string)
+			if depth == 0 && (name == "apiVersion" || name == "kind" || name == "metadata") {
+				continue
+			}
+			if p, ok := props[name].(map[string]any); ok && depth < 20 {
+				out[name] = minimalValue(p, depth+1)
+			}
+		}
+		return out
+	case "array":
+		return []any{}
+	case "integer", "number":
+		if m, ok := s["minimum"].(float64); ok && m > 0 {
+			return m
+		}
+		return 1
+	case "boolean":
+		return false
+	case "string":
+		if n, ok := s["minLength"].(float64); ok && n > 1 {
+			return strings.Repeat("x", int(n))
+		}
+		return "x"
+	}
+	return map[string]any{}
+}
+
+// reapplied is the CRD with a changed description at the root of every
+// version's schema, as a provider upgrade changes every schema, at
+// resourceVersion rv.
+func (c corpusCRD) reapplied(rv, mark string) []byte {
+	body := deepCopyJSON(c.Body).(map[string]any)
+	md, _ := body["metadata"].(map[string]any)
+	md["resourceVersion"] = rv
+	spec, _ := body["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	for _, v := range versions {
+		vm, _ := v.(map[string]any)
+		sch, _ := vm["schema"].(map[string]any)
+		root, _ := sch["openAPIV3Schema"].(map[string]any)
+		if root != nil {
+			d, _ := root["description"].(string)
+			root["description"] = d + " (" + mark + ")"
+		}
+	}
+	b, _ := json.Marshal(body)
+	return b
+}
+
+func deepCopyJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = deepCopyJSON(x)
+		}
+		return m
+	case []any:
+		s := make([]any, len(v))
+		for i, x := range v {
+			s[i] = deepCopyJSON(x)
+		}
+		return s
+	}
+	return v
+}
+
+// crdState is what the CRD watch knows of one CRD.
+type crdState struct {
+	rv          string
+	generation  int64
+	established bool
+}
+
+// crdWatch follows every CRD through one watch (resumed when it ends).
+type crdWatch struct {
+	l       *loader
+	mu      sync.Mutex
+	crds    map[string]crdState
+	changed chan struct{} // closed and replaced on every event
+	events  atomic.Int64
+}
+
+func newCRDWatch(l *loader) *crdWatch {
+	return &crdWatch{l: l, crds: map[string]crdState{}, changed: make(chan struct{})}
+}
+
+// run lists the CRDs, then watches them until ctx ends.
+func (w *crdWatch) run(ctx context.Context, ready chan<- error) {
+	base := w.l.base + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	code, b, err := w.l.do(http.MethodGet, base, nil)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("listing CRDs: HTTP %d: %s", code, truncate(b, 500))
+	}
+	var list struct {
+		Metadata struct{ ResourceVersion string }
+		Items    []json.RawMessage
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &list)
+	}
+	if err != nil {
+		ready <- err
+		return
+	}
+	for _, it := range list.Items {
+		w.apply("ADDED", it)
+	}
+	rv := list.Metadata.ResourceVersion
+	ready <- nil
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"?watch=1&allowWatchBookmarks=true&resourceVersion="+rv, nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := w.l.client.Do(req)
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		dec := json.NewDecoder(resp.Body)
+		for {
+			var ev struct {
+				Type   string
+				Object json.RawMessage
+			}
+			if err := dec.Decode(&ev); err != nil {
+				break
+			}
+			if r := w.apply(ev.Type, ev.Object); r != "" {
+				rv = r
+			}
+		}
+		resp.Body.Close()
+	}
+}
+
+// apply records one event and returns its resourceVersion.
+func (w *crdWatch) apply(typ string, raw json.RawMessage) string {
+	var o struct {
+		Metadata struct {
+			Name, ResourceVersion string
+			Generation            int64
+		}
+		Status struct {
+			Conditions []struct{ Type, Status string }
+		}
+	}
+	if json.Unmarshal(raw, &o) != nil {
+		return ""
+	}
+	if typ == "BOOKMARK" || typ == "ERROR" {
+		return o.Metadata.ResourceVersion
+	}
+	w.mu.Lock()
+	if typ == "DELETED" {
+		delete(w.crds, o.Metadata.Name)
+	} else {
+		st := crdState{rv: o.Metadata.ResourceVersion, generation: o.Metadata.Generation}
+		for _, c := range o.Status.Conditions {
+			if c.Type == "Established" && c.Status == "True" {
+				st.established = true
+			}
+		}
+		w.crds[o.Metadata.Name] = st
+	}
+	close(w.changed)
+	w.changed = make(chan struct{})
+	w.mu.Unlock()
+	w.events.Add(1)
+	return o.Metadata.ResourceVersion
+}
+
+// wait waits until ok holds of the CRDs the watch knows, or timeout.
+func (w *crdWatch) wait(timeout time.Duration, ok func(map[string]crdState) bool) bool {
+	deadline := time.After(timeout)
+	for {
+		w.mu.Lock()
+		done, ch := ok(w.crds), w.changed
+		w.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+func (w *crdWatch) get(name string) crdState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.crds[name]
+}
+
+// rssSampler reads the VmRSS of processes every interval and keeps the
+// highest sum.
+type rssSampler struct {
+	pids namedPIDs
+	peak atomic.Uint64 // MiB × 1000
+	stop chan struct{}
+	done chan struct{}
+}
+
+func sampleRSS(pids namedPIDs, every time.Duration) *rssSampler {
+	s := &rssSampler{pids: pids, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if v := uint64(sumRSS(pids) * 1000); v > s.peak.Load() {
+				s.peak.Store(v)
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *rssSampler) end() float64 {
+	close(s.stop)
+	<-s.done
+	return float64(s.peak.Load()) / 1000
+}
+
+func sumRSS(pids namedPIDs) float64 {
+	var sum float64
+	for _, p := range pids {
+		sum += readMem(p.name, p.pid).VMRSSMiB
+	}
+	return sum
+}
+
+func rssOf(pids namedPIDs) []procMem {
+	var out []procMem
+	for _, p := range pids {
+		out = append(out, readMem(p.name, p.pid))
+	}
+	return out
+}
+
+// crdsResult is everything one crds run measured.
+type crdsResult struct {
+	Server      string  `json:"server"`
+	Corpus      string  `json:"corpus"`
+	CRDs        int     `json:"crds"`
+	Concurrency int     `json:"concurrency"`
+	Load        string  `json:"loadavg_start"`
+	LoadEnd     string  `json:"loadavg_end"`
+	SettleSec   float64 `json:"settle_seconds"`
+
+	RSSEmptyMiB float64   `json:"rss_empty_mib"`
+	RSSEmpty    []procMem `json:"rss_empty"`
+
+	// Install: from the first create until the watch saw every CRD
+	// Established.
+	CreatesSec      float64   `json:"creates_seconds"`
+	EstablishedSec  float64   `json:"all_established_seconds"`
+	Established     int       `json:"established"`
+	CreateErrors    int       `json:"create_errors"`
+	CreateFailure   *failure  `json:"create_failure,omitempty"`
+	RSSPeakMiB      float64   `json:"rss_peak_install_mib"`
+	RSSInstalledMiB float64   `json:"rss_installed_mib"`
+	RSSInstalled    []procMem `json:"rss_installed"`
+	KiBPerCRD       float64   `json:"kib_per_unused_crd"`
+
+	// Discovery and OpenAPI with every CRD installed.
+	DiscoveryColdMs  float64      `json:"aggregated_discovery_cold_ms"`
+	DiscoveryMs      float64      `json:"aggregated_discovery_median_ms"`
+	DiscoveryBytes   int          `json:"aggregated_discovery_bytes"`
+	DiscoveryGroups  int          `json:"aggregated_discovery_groups"`
+	OpenAPIRootMs    float64      `json:"openapi_v3_root_ms"`
+	OpenAPIColdMs    float64      `json:"openapi_v3_gv_cold_median_ms"`
+	OpenAPIColdMaxMs float64      `json:"openapi_v3_gv_cold_max_ms"`
+	OpenAPIColdCount int          `json:"openapi_v3_gv_cold_count"`
+	OpenAPIColdBytes int          `json:"openapi_v3_gv_cold_median_bytes"`
+	OpenAPIV2Ms      float64      `json:"openapi_v2_ms,omitempty"`
+	OpenAPIV2Bytes   int          `json:"openapi_v2_bytes,omitempty"`
+	RSSAfterV2MiB    float64      `json:"rss_after_openapi_v2_mib,omitempty"`
+	OpenAPIV2Failure string       `json:"openapi_v2_failure,omitempty"`
+	Kubectl          []kubectlRun `json:"kubectl,omitempty"`
+
+	// First use: one dry-run create of every CRD, one after another.
+	First         phase     `json:"first_requests"`
+	RSSUsedMiB    float64   `json:"rss_after_first_requests_mib"`
+	RSSUsed       []procMem `json:"rss_after_first_requests"`
+	RSSPeakUseMiB float64   `json:"rss_peak_first_requests_mib"`
+
+	// Re-apply: every CRD updated with a changed description.
+	ReapplySec        float64  `json:"reapply_writes_seconds"`
+	ReappliedSec      float64  `json:"reapply_all_established_seconds"`
+	ReapplyErrors     int      `json:"reapply_errors"`
+	ReapplyFailure    *failure `json:"reapply_failure,omitempty"`
+	ReapplyServedSec  float64  `json:"reapply_new_schema_served_seconds"`
+	ReapplyServedOK   bool     `json:"reapply_new_schema_served"`
+	RSSPeakReapplyMiB float64  `json:"rss_peak_reapply_mib"`
+	RSSReappliedMiB   float64  `json:"rss_reapplied_mib"`
+	Watches           int      `json:"watches"`
+	WatchesEnded      int      `json:"watches_ended"`
+	WatchesHeard      int      `json:"watches_heard_create"`
+
+	// Delete: every CRD deleted, until the watch saw all go.
+	DeleteSec     float64  `json:"delete_seconds"`
+	DeletedAll    bool     `json:"deleted_all"`
+	DeleteErrors  int      `json:"delete_errors"`
+	DeleteFailure *failure `json:"delete_failure,omitempty"`
+	RSSEndMiB     float64  `json:"rss_end_mib"`
+
+	Error string `json:"error,omitempty"`
+}
+
+// kubectlRun is one kubectl command run with every CRD installed.
+type kubectlRun struct {
+	Args   []string `json:"args"`
+	Ms     float64  `json:"ms"`
+	OK     bool     `json:"ok"`
+	Output string   `json:"output"`
+}
+
+func runCRDs(args []string) error {
+	fs := flag.NewFlagSet("crds", flag.ExitOnError)
+	var t tlsFlags
+	t.register(fs)
+	var (
+		server      = fs.String("server", "", "API server base URL (loopback only)")
+		corpus      = fs.String("corpus", "/work/shared/corpora/provider-upjet-azure-crds.tar.zst", "the CRDs, a .tar.zst of YAML files")
+		limit       = fs.Int("limit", 0, "install only the first N CRDs by file name (0: all)")
+		conc        = fs.Int("concurrency", 4, "CRDs created (re-applied, deleted) at a time")
+		settle      = fs.Duration("settle", 10*time.Second, "wait before reading memory after a phase")
+		timeout     = fs.Duration("timeout", 15*time.Minute, "longest wait for all CRDs to be Established (or deleted)")
+		first       = fs.Int("first", 0, "CRDs given a first request (0: all)")
+		discoveries = fs.Int("discoveries", 5, "aggregated discovery GETs after the cold one")
+		openapiGVs  = fs.Int("openapi-gvs", 5, "group/versions whose OpenAPI v3 document is fetched cold")
+		v2          = fs.Bool("openapi-v2", true, "fetch /openapi/v2 once, after the first requests")
+		watches     = fs.Int("watches", 20, "custom resource watches kept open through the re-apply")
+		reapply     = fs.Bool("reapply", true, "re-apply every CRD with a changed description")
+		kubectl     = fs.String("kubectl", "", "kubectl to run api-resources, explain and create with (empty: none)")
+		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig for kubectl")
+		jsonOut     = fs.String("json", "", "write the results as JSON to this file")
+		rssPIDs     namedPIDs
+	)
+	fs.Var(&rssPIDs, "rss-pid", "name=PID of a server process whose VmRSS is read (repeatable)")
+	_ = fs.Parse(args)
+	u, err := checkLoopback(*server)
+	if err != nil {
+		return err
+	}
+	client, err := newClient(u, t, 8)
+	if err != nil {
+		return err
+	}
+	client.Timeout = 5 * time.Minute
+	crds, err := readCorpus(*corpus, *limit)
+	if err != nil {
+		return err
+	}
+	l := &loader{client: client, base: strings.TrimSuffix(u.String(), "/")}
+	r := &crdsResult{Server: l.base, Corpus: *corpus, CRDs: len(crds), Concurrency: *conc, Load: loadavg(), SettleSec: settle.Seconds()}
+	err = r.run(l, crds, crdsOptions{
+		conc: *conc, settle: *settle, timeout: *timeout, first: *first, discoveries: *discoveries, openapiGVs: *openapiGVs,
+		v2: *v2, watches: *watches, reapply: *reapply, kubectl: *kubectl, kubeconfig: *kubeconfig, rss: rssPIDs,
+	})
+	if err != nil {
+		r.Error = err.Error()
+	}
+	r.LoadEnd = loadavg()
+	printCRDs(r)
+	if *jsonOut != "" {
+		if werr := writeJSON(*jsonOut, r); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+type crdsOptions struct {
+	conc                int
+	settle, timeout     time.Duration
+	first               int
+	discoveries         int
+	openapiGVs          int
+	v2                  bool
+	watches             int
+	reapply             bool
+	kubectl, kubeconfig string
+	rss                 namedPIDs
+}
+
+// each runs f for every CRD with conc workers and counts the failures.
+func each(crds []corpusCRD, conc int, f func(i int, c corpusCRD) *failure) (errs int, first *failure) {
+	var (
+		mu   sync.Mutex
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(crds) {
+					return
+				}
+				if fl := f(i, crds[i]); fl != nil {
+					mu.Lock()
+					errs++
+					if first == nil {
+						first = fl
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errs, first
+}
+
+func (l *loader) failed(phaseName, method, url string, code int, b []byte, err error) *failure {
+	f := &failure{Phase: phaseName, Method: method, Path: strings.TrimPrefix(url, l.base), Status: code, Body: truncate(b, 1000)}
+	if err != nil {
+		f.Error = err.Error()
+	}
+	return f
+}
+
+const crdsURL = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+func (r *crdsResult) run(l *loader, crds []corpusCRD, o crdsOptions) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := newCRDWatch(l)
+	ready := make(chan error, 1)
+	go w.run(ctx, ready)
+	if err := <-ready; err != nil {
+		return err
+	}
+	for _, c := range crds {
+		if _, ok := w.crds[c.Name]; ok {
+			return fmt.Errorf("CRD %s exists already: crds needs a server without the corpus", c.Name)
+		}
+	}
+	r.RSSEmpty = rssOf(o.rss)
+	r.RSSEmptyMiB = sumRSS(o.rss)
+
+	// Install.
+	fmt.Fprintf(os.Stderr, "crds: creating %d CRDs, %d at a time\n", len(crds), o.conc)
+	peak := sampleRSS(o.rss, 250*time.Millisecond)
+	t0 := time.Now()
+	r.CreateErrors, r.CreateFailure = each(crds, o.conc, func(_ int, c corpusCRD) *failure {
+		b, _ := json.Marshal(c.Body)
+		code, out, err := l.do(http.MethodPost, l.base+crdsURL, b)
+		if err != nil || code != http.StatusCreated {
+			return l.failed("create", http.MethodPost, l.base+crdsURL, code, out, err)
+		}
+		return nil
+	})
+	r.CreatesSec = time.Since(t0).Seconds()
+	allEstablished := func(m map[string]crdState) bool {
+		for _, c := range crds {
+			if !m[c.Name].established {
+				return false
+			}
+		}
+		return true
+	}
+	ok := w.wait(o.timeout, allEstablished)
+	r.EstablishedSec = time.Since(t0).Seconds()
+	r.RSSPeakMiB = peak.end()
+	for _, c := range crds {
+		if w.get(c.Name).established {
+			r.Established++
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%d of %d CRDs Established after %v", r.Established, len(crds), o.timeout)
+	}
+	fmt.Fprintf(os.Stderr, "crds: all Established after %.1f s; settling %v\n", r.EstablishedSec, o.settle)
+	time.Sleep(o.settle)
+	r.RSSInstalled = rssOf(o.rss)
+	r.RSSInstalledMiB = sumRSS(o.rss)
+	r.KiBPerCRD = (r.RSSInstalledMiB - r.RSSEmptyMiB) * 1024 / float64(len(crds))
+
+	// Discovery and OpenAPI.
+	if err := r.discovery(l, o.discoveries); err != nil {
+		return err
+	}
+	if err := r.openapiV3(l, crds, o.openapiGVs); err != nil {
+		return err
+	}
+	if o.kubectl != "" {
+		r.runKubectl(o, crds)
+	}
+
+	// First requests.
+	use := crds
+	if o.first > 0 && o.first < len(use) {
+		use = use[:o.first]
+	}
+	fmt.Fprintf(os.Stderr, "crds: a first request to %d CRDs\n", len(use))
+	peak = sampleRSS(o.rss, 250*time.Millisecond)
+	r.First = l.run("first-request", len(use), 1, func(i int) (string, string, []byte, []int) {
+		c := use[i]
+		return http.MethodPost, l.base + c.collection() + "?dryRun=All", c.object("crdbench-first"), []int{http.StatusCreated}
+	})
+	r.RSSPeakUseMiB = peak.end()
+	time.Sleep(o.settle)
+	r.RSSUsed = rssOf(o.rss)
+	r.RSSUsedMiB = sumRSS(o.rss)
+	if o.v2 {
+		t := time.Now()
+		code, b, err := l.do(http.MethodGet, l.base+"/openapi/v2", nil)
+		r.OpenAPIV2Ms = ms(time.Since(t))
+		r.OpenAPIV2Bytes = len(b)
+		if err != nil || code != http.StatusOK {
+			r.OpenAPIV2Failure = fmt.Sprintf("HTTP %d %v %s", code, err, truncate(b, 300))
+		}
+		r.RSSAfterV2MiB = sumRSS(o.rss)
+	}
+
+	// Re-apply.
+	if o.reapply {
+		if err := r.reapplyAll(ctx, l, w, crds, o); err != nil {
+			return err
+		}
+	}
+
+	// Delete.
+	fmt.Fprintf(os.Stderr, "crds: deleting %d CRDs\n", len(crds))
+	t0 = time.Now()
+	r.DeleteErrors, r.DeleteFailure = each(crds, o.conc, func(_ int, c corpusCRD) *failure {
+		u := l.base + crdsURL + "/" + c.Name
+		code, out, err := l.do(http.MethodDelete, u, nil)
+		if err != nil || (code != http.StatusOK && code != http.StatusAccepted) {
+			return l.failed("delete", http.MethodDelete, u, code, out, err)
+		}
+		return nil
+	})
+	r.DeletedAll = w.wait(o.timeout, func(m map[string]crdState) bool {
+		for _, c := range crds {
+			if _, ok := m[c.Name]; ok {
+				return false
+			}
+		}
+		return true
+	})
+	r.DeleteSec = time.Since(t0).Seconds()
+	time.Sleep(o.settle)
+	r.RSSEndMiB = sumRSS(o.rss)
+	return nil
+}
+
+// aggregatedAccept asks for aggregated discovery, as kubectl does.
+const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+
+func (l *loader) get(url, accept string) (int, []byte, time.Duration, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	req.Header.Set("Accept", accept)
+	t := time.Now()
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, time.Since(t), err
+}
+
+func (r *crdsResult) discovery(l *loader, n int) error {
+	var times []float64
+	for i := 0; i <= n; i++ {
+		code, b, d, err := l.get(l.base+"/apis", aggregatedAccept)
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("aggregated discovery: HTTP %d %v %s", code, err, truncate(b, 300))
+		}
+		if i == 0 {
+			r.DiscoveryColdMs = ms(d)
+			var list struct{ Items []json.RawMessage }
+			_ = json.Unmarshal(b, &list)
+			r.DiscoveryBytes, r.DiscoveryGroups = len(b), len(list.Items)
+			continue
+		}
+		times = append(times, ms(d))
+	}
+	r.DiscoveryMs = median(times)
+	return nil
+}
+
+// openapiV3 fetches the root, then n group/versions of the corpus, each
+// for the first time.
+func (r *crdsResult) openapiV3(l *loader, crds []corpusCRD, n int) error {
+	code, b, d, err := l.get(l.base+"/openapi/v3", "application/json")
+	if err != nil || code != http.StatusOK {
+		return fmt.Errorf("/openapi/v3: HTTP %d %v %s", code, err, truncate(b, 300))
+	}
+	r.OpenAPIRootMs = ms(d)
+	var root struct {
+		Paths map[string]struct {
+			ServerRelativeURL string `json:"serverRelativeURL"`
+		}
+	}
+	if err := json.Unmarshal(b, &root); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var times, sizes []float64
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, i := range rng.Perm(len(crds)) {
+		if len(times) >= n {
+			break
+		}
+		p := "apis/" + crds[i].Group + "/" + crds[i].Version
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		entry, ok := root.Paths[p]
+		if !ok {
+			return fmt.Errorf("/openapi/v3 lists no %s", p)
+		}
+		code, b, d, err := l.get(l.base+entry.ServerRelativeURL, "application/json")
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("%s: HTTP %d %v %s", entry.ServerRelativeURL, code, err, truncate(b, 300))
+		}
+		times = append(times, ms(d))
+		sizes = append(sizes, float64(len(b)))
+	}
+	r.OpenAPIColdCount = len(times)
+	r.OpenAPIColdMs = median(times)
+	r.OpenAPIColdMaxMs = slices.Max(times)
+	r.OpenAPIColdBytes = int(median(sizes))
+	return nil
+}
+
+// runKubectl runs api-resources, explain and a create of a corpus kind.
+func (r *crdsResult) runKubectl(o crdsOptions, crds []corpusCRD) {
+	c := crds[len(crds)/2]
+	tmp, err := os.CreateTemp("", "crdbench-object-*.json")
+	if err == nil {
+		_, _ = tmp.Write(c.object("crdbench-kubectl"))
+		tmp.Close()
+		defer os.Remove(tmp.Name())
+	}
+	cache, _ := os.MkdirTemp("", "crdbench-kubectl-cache-")
+	defer os.RemoveAll(cache)
+	for _, args := range [][]string{
+		{"api-resources", "--api-group", c.Group},
+		{"explain", c.Plural + "." + c.Group + ".spec.forProvider", "--api-version", c.Group + "/" + c.Version},
+		{"create", "-f", tmp.Name()},
+		{"get", c.Plural + "." + c.Group, "-A"},
+		{"delete", "-f", tmp.Name()},
+	} {
+		full := append([]string{"--kubeconfig", o.kubeconfig, "--cache-dir", cache}, args...)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		t := time.Now()
+		out, err := exec.CommandContext(ctx, o.kubectl, full...).CombinedOutput()
+		cancel()
+		r.Kubectl = append(r.Kubectl, kubectlRun{Args: args, Ms: ms(time.Since(t)), OK: err == nil, Output: truncate(bytes.TrimSpace(out), 400)})
+	}
+}
+
+// reapplyAll keeps watches open on some CRDs' objects, updates every CRD
+// with a changed description, and checks that the watches live on.
+func (r *crdsResult) reapplyAll(ctx context.Context, l *loader, w *crdWatch, crds []corpusCRD, o crdsOptions) error {
+	type openWatch struct {
+		c     corpusCRD
+		ended atomic.Bool
+		heard atomic.Bool
+	}
+	var open []*openWatch
+	step := max(1, len(crds)/max(1, o.watches))
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	for i := 0; i < len(crds) && len(open) < o.watches; i += step {
+		ow := &openWatch{c: crds[i]}
+		code, b, _, err := l.get(l.base+ow.c.collection(), "application/json")
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("listing %s: HTTP %d %v %s", ow.c.collection(), code, err, truncate(b, 300))
+		}
+		var list struct {
+			Metadata struct{ ResourceVersion string }
+		}
+		_ = json.Unmarshal(b, &list)
+		req, _ := http.NewRequestWithContext(wctx, http.MethodGet, l.base+ow.c.collection()+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := l.client.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("watching %s: %v", ow.c.collection(), err)
+		}
+		go func() {
+			defer resp.Body.Close()
+			dec := json.NewDecoder(resp.Body)
+			for {
+				var ev struct{ Type string }
+				if err := dec.Decode(&ev); err != nil {
+					if wctx.Err() == nil {
+						ow.ended.Store(true)
+					}
+					return
+				}
+				if ev.Type == "ADDED" {
+					ow.heard.Store(true)
+				}
+			}
+		}()
+		open = append(open, ow)
+	}
+	r.Watches = len(open)
+	mark := fmt.Sprintf("re-applied %d", time.Now().Unix())
+	gens := map[string]int64{}
+	for _, c := range crds {
+		gens[c.Name] = w.get(c.Name).generation
+	}
+	fmt.Fprintf(os.Stderr, "crds: re-applying %d CRDs, %d at a time, %d watches open\n", len(crds), o.conc, len(open))
+	peak := sampleRSS(o.rss, 250*time.Millisecond)
+	t0 := time.Now()
+	r.ReapplyErrors, r.ReapplyFailure = each(crds, o.conc, func(_ int, c corpusCRD) *failure {
+		u := l.base + crdsURL + "/" + c.Name
+		var code int
+		var out []byte
+		var err error
+		for attempt := 0; attempt < 5; attempt++ {
+			code, out, err = l.do(http.MethodPut, u, c.reapplied(w.get(c.Name).rv, mark))
+			if err != nil || code != http.StatusConflict {
+				break
+			}
+			// The names controller wrote status meanwhile: the latest
+			// resourceVersion comes with the watch.
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil || code != http.StatusOK {
+			return l.failed("reapply", http.MethodPut, u, code, out, err)
+		}
+		return nil
+	})
+	r.ReapplySec = time.Since(t0).Seconds()
+	ok := w.wait(o.timeout, func(m map[string]crdState) bool {
+		for _, c := range crds {
+			if st := m[c.Name]; !st.established || st.generation <= gens[c.Name] {
+				return false
+			}
+		}
+		return true
+	})
+	r.ReappliedSec = time.Since(t0).Seconds()
+	if !ok {
+		return fmt.Errorf("re-applied CRDs not all Established at a new generation after %v", o.timeout)
+	}
+	// The new schema is what the server publishes: the last CRD's
+	// document has the new description.
+	last := crds[len(crds)-1]
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		code, b, _, err := l.get(l.base+"/openapi/v3/apis/"+last.Group+"/"+last.Version, "application/json")
+		if err == nil && code == http.StatusOK && bytes.Contains(b, []byte(mark)) {
+			r.ReapplyServedOK = true
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.ReapplyServedSec = time.Since(t0).Seconds()
+	r.RSSPeakReapplyMiB = peak.end()
+	// Every watch still delivers.
+	for _, ow := range open {
+		u := l.base + ow.c.collection()
+		if code, out, err := l.do(http.MethodPost, u, ow.c.object("crdbench-watched")); err != nil || code != http.StatusCreated {
+			return fmt.Errorf("creating in %s: HTTP %d %v %s", u, code, err, truncate(out, 300))
+		}
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		heard := 0
+		for _, ow := range open {
+			if ow.heard.Load() {
+				heard++
+			}
+		}
+		r.WatchesHeard = heard
+		if heard == len(open) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, ow := range open {
+		if ow.ended.Load() {
+			r.WatchesEnded++
+		}
+	}
+	time.Sleep(o.settle)
+	r.RSSReappliedMiB = sumRSS(o.rss)
+	return nil
+}
+
+func printCRDs(r *crdsResult) {
+	fmt.Printf("crds: %d CRDs on %s, %d at a time (load %s → %s)\n", r.CRDs, r.Server, r.Concurrency, r.Load, r.LoadEnd)
+	fmt.Printf("  memory empty %.1f MiB\n", r.RSSEmptyMiB)
+	fmt.Printf("  install: creates %.1f s, all %d Established %.1f s (errors %d), peak %.1f MiB, settled %.1f MiB (%.0f KiB a CRD)\n",
+		r.CreatesSec, r.Established, r.EstablishedSec, r.CreateErrors, r.RSSPeakMiB, r.RSSInstalledMiB, r.KiBPerCRD)
+	if r.CreateFailure != nil {
+		fmt.Printf("    first failure: %+v\n", *r.CreateFailure)
+	}
+	fmt.Printf("  aggregated discovery: cold %.1f ms, median %.1f ms (%d groups, %d bytes)\n", r.DiscoveryColdMs, r.DiscoveryMs, r.DiscoveryGroups, r.DiscoveryBytes)
+	fmt.Printf("  openapi v3: root %.1f ms; %d group/versions cold: median %.1f ms, max %.1f ms (%d bytes)\n", r.OpenAPIRootMs, r.OpenAPIColdCount, r.OpenAPIColdMs, r.OpenAPIColdMaxMs, r.OpenAPIColdBytes)
+	for _, k := range r.Kubectl {
+		fmt.Printf("  kubectl %s: ok=%v %.0f ms: %s\n", strings.Join(k.Args, " "), k.OK, k.Ms, strings.ReplaceAll(k.Output, "\n", " | "))
+	}
+	fmt.Printf("  first requests: %d, p50 %.1f ms, p99 %.1f ms, max %.1f ms, errors %d; peak %.1f MiB, settled %.1f MiB\n",
+		r.First.Requests, r.First.P50Ms, r.First.P99Ms, r.First.MaxMs, r.First.Errors, r.RSSPeakUseMiB, r.RSSUsedMiB)
+	if r.First.FirstError != nil {
+		fmt.Printf("    first failure: %+v\n", *r.First.FirstError)
+	}
+	fmt.Printf("  openapi v2: %.0f ms, %d bytes, then %.1f MiB %s\n", r.OpenAPIV2Ms, r.OpenAPIV2Bytes, r.RSSAfterV2MiB, r.OpenAPIV2Failure)
+	fmt.Printf("  re-apply: writes %.1f s, all Established %.1f s, new schema served %v at %.1f s (errors %d); watches %d, ended %d, heard %d; peak %.1f MiB, settled %.1f MiB\n",
+		r.ReapplySec, r.ReappliedSec, r.ReapplyServedOK, r.ReapplyServedSec, r.ReapplyErrors, r.Watches, r.WatchesEnded, r.WatchesHeard, r.RSSPeakReapplyMiB, r.RSSReappliedMiB)
+	if r.ReapplyFailure != nil {
+		fmt.Printf("    first failure: %+v\n", *r.ReapplyFailure)
+	}
+	fmt.Printf("  delete: %.1f s, all gone %v (errors %d), then %.1f MiB\n", r.DeleteSec, r.DeletedAll, r.DeleteErrors, r.RSSEndMiB)
+	if r.DeleteFailure != nil {
+		fmt.Printf("    first failure: %+v\n", *r.DeleteFailure)
+	}
+	if r.Error != "" {
+		fmt.Printf("  error: %s\n", r.Error)
+	}
+}
