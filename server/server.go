@@ -111,7 +111,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	// CRDs are stored as Kubernetes stores them (v1beta1), then encrypted
 	// where the encryption configuration says.
-	transformers := transformerChain{apiextensions.CRDStorage{}}
+	transformers := transformerChain{apiextensions.NewCRDStorage()}
 	if cfg.EncryptionProviderConfig != "" {
 		tf, err := encryption.Load(runCtx, cfg.EncryptionProviderConfig, apis.KeyResource)
 		if err != nil {

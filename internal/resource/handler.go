@@ -77,7 +77,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 	}
 	// Warnings that Kubernetes' libraries add to the context (CEL rules that
 	// ratchet, for one) become Warning headers.
-	ctx := warning.WithWarningRecorder(r.Context(), headerWarnings{w})
+	ctx := withMemo(warning.WithWarningRecorder(r.Context(), headerWarnings{w}))
 	rc := &call{h: h, w: w, r: r, info: info, res: res, ver: ver, ctx: ctx}
 	if !res.Namespaced {
 		rc.namespace = ""

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -13,7 +14,6 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	crdregistry "k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
 	crdtable "k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition/tableconvertor"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -140,86 +140,129 @@ func (crdStrategy) Normalize(obj *resource.Object) ([]error, error) {
 	return strict, nil
 }
 
-func editCRD(obj *resource.Object, f func(crd *apiextensionsv1.CustomResourceDefinition)) {
-	crd, err := toCRD(obj)
+// storageVersionOf is the name of the storage version in an object's
+// spec.versions.
+func storageVersionOf(obj *resource.Object) string {
+	spec, _ := obj.Content["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	for _, v := range versions {
+		if vm, ok := v.(map[string]any); ok && vm["storage"] == true {
+			name, _ := vm["name"].(string)
+			return name
+		}
+	}
+	return ""
+}
+
+// setStatus writes a typed status into an object, as the v1 type encodes
+// it.
+func setStatus(obj *resource.Object, status apiextensionsv1.CustomResourceDefinitionStatus) {
+	raw, err := json.Marshal(status)
 	if err != nil {
 		return
 	}
-	f(crd)
-	fromCRD(crd, obj)
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return
+	}
+	obj.Content["status"] = m
 }
 
-func addStoredVersion(crd *apiextensionsv1.CustomResourceDefinition) {
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			if !apihelpers.IsStoredVersion(crd, v.Name) {
-				crd.Status.StoredVersions = append(crd.Status.StoredVersions, v.Name)
-			}
-			break
+// statusOf decodes an object's status.
+func statusOf(obj *resource.Object) apiextensionsv1.CustomResourceDefinitionStatus {
+	var status apiextensionsv1.CustomResourceDefinitionStatus
+	if st, ok := obj.Content["status"]; ok {
+		if raw, err := json.Marshal(st); err == nil {
+			_ = json.Unmarshal(raw, &status)
 		}
 	}
+	return status
 }
 
+// The preparations below edit the decoded object where Kubernetes' edit
+// the typed CRD: the object went through the v1 type already (Normalize,
+// or when it was stored), so what they leave is what the type would, and
+// the schemas are not decoded again.
+
 func (crdStrategy) PrepareForCreate(_ context.Context, obj *resource.Object) {
-	editCRD(obj, func(crd *apiextensionsv1.CustomResourceDefinition) {
-		crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
-		crd.Generation = 1
-		addStoredVersion(crd)
-	})
+	var status apiextensionsv1.CustomResourceDefinitionStatus
+	if v := storageVersionOf(obj); v != "" {
+		status.StoredVersions = []string{v}
+	}
+	setStatus(obj, status)
+	obj.Meta.Generation = 1
 }
 
 func (crdStrategy) PrepareForUpdate(_ context.Context, obj, old *resource.Object) {
-	o, err := toCRD(old)
-	if err != nil {
-		return
+	status := statusOf(old)
+	if v := storageVersionOf(obj); v != "" && !slices.Contains(status.StoredVersions, v) {
+		status.StoredVersions = append(status.StoredVersions, v)
 	}
-	editCRD(obj, func(crd *apiextensionsv1.CustomResourceDefinition) {
-		crd.Status = o.Status
-		if !apiequality.Semantic.DeepEqual(o.Spec, crd.Spec) {
-			crd.Generation = o.Generation + 1
-		}
-		addStoredVersion(crd)
-	})
+	setStatus(obj, status)
+	if !reflect.DeepEqual(obj.Content["spec"], old.Content["spec"]) {
+		obj.Meta.Generation = old.Meta.Generation + 1
+	}
 }
 
 // PrepareForStatusUpdate keeps the spec. (Kubernetes' CRD status strategy
 // does not reset metadata: its finalizer controller removes the cleanup
-// finalizer with a status update.)
+// finalizer with a status update.) Both objects went through the v1 type
+// (the body in Normalize, the stored one when it was written), so the
+// stored spec is taken as it is, without decoding it again.
 func (crdStrategy) PrepareForStatusUpdate(_ context.Context, obj, old *resource.Object) {
-	o, err := toCRD(old)
-	if err != nil {
-		return
+	if spec, ok := old.Content["spec"]; ok {
+		obj.Content["spec"] = spec
+	} else {
+		delete(obj.Content, "spec")
 	}
-	editCRD(obj, func(crd *apiextensionsv1.CustomResourceDefinition) {
-		crd.Spec = o.Spec
+}
+
+// decoded is an object as the typed v1 CRD and as the internal one
+// Kubernetes' validation takes.
+type decoded struct {
+	v1       *apiextensionsv1.CustomResourceDefinition
+	internal *apiextensions.CustomResourceDefinition
+	err      error
+}
+
+// decodedKey identifies an object as it is: a preparation that changes
+// it replaces its content map.
+type decodedKey struct {
+	obj     *resource.Object
+	content uintptr
+}
+
+// decode decodes an object, once per request while it stays the same
+// (validation and warnings decode the same object).
+func decode(ctx context.Context, obj *resource.Object) decoded {
+	key := decodedKey{obj: obj, content: reflect.ValueOf(obj.Content).Pointer()}
+	return resource.Memo(ctx, key, func() decoded {
+		crd, err := toCRD(obj)
+		if err != nil {
+			return decoded{err: err}
+		}
+		in, err := ToInternal(crd)
+		return decoded{v1: crd, internal: in, err: err}
 	})
 }
 
-func internalPair(obj, old *resource.Object) (*apiextensions.CustomResourceDefinition, *apiextensions.CustomResourceDefinition, field.ErrorList) {
-	crd, err := toCRD(obj)
-	if err != nil {
-		return nil, nil, field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
-	}
-	in, err := ToInternal(crd)
-	if err != nil {
-		return nil, nil, field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
+func internalPair(ctx context.Context, obj, old *resource.Object) (*apiextensions.CustomResourceDefinition, *apiextensions.CustomResourceDefinition, field.ErrorList) {
+	d := decode(ctx, obj)
+	if d.err != nil {
+		return nil, nil, field.ErrorList{field.Invalid(field.NewPath(""), nil, d.err.Error())}
 	}
 	if old == nil {
-		return in, nil, nil
+		return d.internal, nil, nil
 	}
-	ocrd, err := toCRD(old)
-	if err != nil {
-		return nil, nil, field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
+	od := decode(ctx, old)
+	if od.err != nil {
+		return nil, nil, field.ErrorList{field.Invalid(field.NewPath(""), nil, od.err.Error())}
 	}
-	oin, err := ToInternal(ocrd)
-	if err != nil {
-		return nil, nil, field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
-	}
-	return in, oin, nil
+	return d.internal, od.internal, nil
 }
 
 func (crdStrategy) Validate(ctx context.Context, obj *resource.Object) field.ErrorList {
-	in, _, errs := internalPair(obj, nil)
+	in, _, errs := internalPair(ctx, obj, nil)
 	if errs != nil {
 		return errs
 	}
@@ -227,7 +270,7 @@ func (crdStrategy) Validate(ctx context.Context, obj *resource.Object) field.Err
 }
 
 func (s crdStrategy) ValidateUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
-	in, oin, errs := internalPair(obj, old)
+	in, oin, errs := internalPair(ctx, obj, old)
 	if errs != nil {
 		return errs
 	}
@@ -237,7 +280,7 @@ func (s crdStrategy) ValidateUpdate(ctx context.Context, obj, old *resource.Obje
 	if !s.enforced(obj) {
 		return nil
 	}
-	for _, f := range s.findings(obj, old) {
+	for _, f := range s.findings(ctx, obj, old) {
 		p := field.NewPath("spec")
 		if f.Version != "" {
 			p = p.Child("versions").Key(f.Version)
@@ -253,18 +296,15 @@ func (s crdStrategy) enforced(obj *resource.Object) bool {
 }
 
 // findings are what package evolution finds in a CRD change of spec.
-func (s crdStrategy) findings(obj, old *resource.Object) []evolution.Finding {
+func (s crdStrategy) findings(ctx context.Context, obj, old *resource.Object) []evolution.Finding {
 	if s.compat == nil || reflect.DeepEqual(obj.Content["spec"], old.Content["spec"]) {
 		return nil
 	}
-	crd, err := toCRD(obj)
-	if err != nil {
+	d, od := decode(ctx, obj), decode(ctx, old)
+	if d.err != nil || od.err != nil {
 		return nil
 	}
-	prev, err := toCRD(old)
-	if err != nil {
-		return nil
-	}
+	crd, prev := d.v1, od.v1
 	var opts evolution.Options
 	if s.compat.ExistingObjects != nil {
 		opts.ExistingObjects = func(version string) []map[string]any { return s.compat.ExistingObjects(prev, version) }
@@ -281,12 +321,34 @@ func findingText(f evolution.Finding) string {
 	return strings.TrimSuffix(evolution.FormatText([]evolution.Finding{f}), "\n")
 }
 
+// ValidateStatusUpdate validates metadata and status, all that
+// Kubernetes' status validation reads: the spec, schemas and all, is not
+// decoded.
 func (crdStrategy) ValidateStatusUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
-	in, oin, errs := internalPair(obj, old)
-	if errs != nil {
-		return errs
+	in, err := statusOnly(obj)
+	if err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("status"), nil, err.Error())}
+	}
+	oin, err := statusOnly(old)
+	if err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("status"), nil, err.Error())}
 	}
 	return validation.ValidateUpdateCustomResourceDefinitionStatus(ctx, in, oin)
+}
+
+// statusOnly is the internal CRD of an object's metadata and status.
+func statusOnly(obj *resource.Object) (*apiextensions.CustomResourceDefinition, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: obj.Meta}
+	if st, ok := obj.Content["status"]; ok {
+		raw, err := json.Marshal(st)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &crd.Status); err != nil {
+			return nil, err
+		}
+	}
+	return ToInternal(crd)
 }
 
 // BeforeDelete marks a CRD terminating and adds the cleanup finalizer; the
@@ -332,7 +394,7 @@ func Servable(crd *apiextensionsv1.CustomResourceDefinition) bool {
 var upstreamCRDStrategy = crdregistry.NewStrategy(nil)
 
 func (s crdStrategy) WarningsOnCreate(ctx context.Context, obj *resource.Object) []string {
-	in, _, errs := internalPair(obj, nil)
+	in, _, errs := internalPair(ctx, obj, nil)
 	if errs != nil {
 		return nil
 	}
@@ -340,8 +402,8 @@ func (s crdStrategy) WarningsOnCreate(ctx context.Context, obj *resource.Object)
 	// ConversionRules outlive their CRD: a CRD created again under their
 	// name is converted by them, so say when they do not fit it.
 	if s.compat != nil && s.compat.Conversion != nil {
-		if crd, err := toCRD(obj); err == nil {
-			for _, f := range s.compat.Conversion(crd) {
+		if d := decode(ctx, obj); d.err == nil {
+			for _, f := range s.compat.Conversion(d.v1) {
 				warnings = append(warnings, findingText(f))
 			}
 		}
@@ -350,14 +412,14 @@ func (s crdStrategy) WarningsOnCreate(ctx context.Context, obj *resource.Object)
 }
 
 func (s crdStrategy) WarningsOnUpdate(ctx context.Context, obj, old *resource.Object) []string {
-	in, oin, errs := internalPair(obj, old)
+	in, oin, errs := internalPair(ctx, obj, old)
 	if errs != nil {
 		return nil
 	}
 	warnings := upstreamCRDStrategy.WarningsOnUpdate(ctx, in, oin)
 	// Enforced CRDs with findings were refused: there is nothing to warn.
 	if !s.enforced(obj) {
-		for _, f := range s.findings(obj, old) {
+		for _, f := range s.findings(ctx, obj, old) {
 			warnings = append(warnings, findingText(f))
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
@@ -34,20 +36,88 @@ var storageScheme = func() *runtime.Scheme {
 // stores it; a stored CRD of either version reads as v1 (v1beta1 with
 // Kubernetes' v1beta1 defaults, as its storage decoder applies them). Keys
 // outside CRDPrefix pass through.
-type CRDStorage struct{}
+//
+// A conversion is a decode, two conversions and an encode of the whole
+// CRD, schemas included: the stored bytes of the CRDs this process last
+// wrote or read are remembered with what they read as (the v1 form they
+// were written from reads back exactly as it was: TestStoredRoundTrip), so
+// that the watch cache's copy of a write, and the read of the next update,
+// convert nothing.
+type CRDStorage struct {
+	mu     sync.Mutex
+	recent map[string]storedCRD
+	order  []string // keys of recent, oldest first
+	bytes  int      // of recent, at most limit
+	limit  int
+}
+
+// storedCRD is a CRD as stored and as it reads.
+type storedCRD struct{ stored, v1 []byte }
+
+// NewCRDStorage returns the transformer of CRDs.
+func NewCRDStorage() *CRDStorage {
+	return &CRDStorage{recent: map[string]storedCRD{}, limit: maxRememberedBytes}
+}
+
+// maxRememberedBytes bounds the bytes of the CRDs a CRDStorage remembers.
+const maxRememberedBytes = 8 << 20
+
+// remember records what stored reads as, at key.
+func (s *CRDStorage) remember(key string, stored, v1 []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.recent[key]; ok {
+		s.bytes -= len(old.stored) + len(old.v1)
+		s.order = slices.DeleteFunc(s.order, func(k string) bool { return k == key })
+	}
+	s.recent[key] = storedCRD{stored: stored, v1: v1}
+	s.order = append(s.order, key)
+	s.bytes += len(stored) + len(v1)
+	for s.bytes > s.limit && len(s.order) > 1 {
+		oldest := s.recent[s.order[0]]
+		s.bytes -= len(oldest.stored) + len(oldest.v1)
+		delete(s.recent, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
+// recall returns what stored reads as if it is remembered at key.
+func (s *CRDStorage) recall(key string, stored []byte) ([]byte, bool) {
+	s.mu.Lock()
+	r, ok := s.recent[key]
+	s.mu.Unlock()
+	if !ok || !bytes.Equal(r.stored, stored) {
+		return nil, false
+	}
+	return r.v1, true
+}
 
 // ToStorage implements store.Transformer.
-func (CRDStorage) ToStorage(_ context.Context, key string, value []byte) ([]byte, error) {
+func (s *CRDStorage) ToStorage(_ context.Context, key string, value []byte) ([]byte, error) {
 	if !strings.HasPrefix(key, CRDPrefix) {
 		return value, nil
 	}
-	return convertCRD(value, apiextensionsv1beta1.SchemeGroupVersion.String())
+	stored, ok, err := toStorageSpliced(value)
+	if err != nil || !ok {
+		stored, err = convertCRD(value, apiextensionsv1beta1.SchemeGroupVersion.String())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Contains(stored, []byte(`"apiextensions.k8s.io/v1beta1"`)) {
+		// The caller may edit value in place once it is written.
+		s.remember(key, stored, bytes.Clone(value))
+	}
+	return stored, nil
 }
 
 // FromStorage implements store.Transformer.
-func (CRDStorage) FromStorage(_ context.Context, key string, stored []byte) ([]byte, error) {
+func (s *CRDStorage) FromStorage(_ context.Context, key string, stored []byte) ([]byte, error) {
 	if !strings.HasPrefix(key, CRDPrefix) || !bytes.Contains(stored, []byte(`"apiextensions.k8s.io/v1beta1"`)) {
 		return stored, nil
+	}
+	if v1, ok := s.recall(key, stored); ok {
+		return v1, nil
 	}
 	v1, err := convertCRD(stored, apiextensionsv1.SchemeGroupVersion.String())
 	if err != nil {
@@ -59,7 +129,12 @@ func (CRDStorage) FromStorage(_ context.Context, key string, stored []byte) ([]b
 	if err != nil {
 		return nil, err
 	}
-	return obj.Encode()
+	out, err := obj.Encode()
+	if err != nil {
+		return nil, err
+	}
+	s.remember(key, stored, out)
+	return out, nil
 }
 
 // convertCRD converts an encoded CRD to the apiVersion to, through the
