@@ -123,11 +123,15 @@ func (r *Registry) reapplyAll() {
 }
 
 // followCRDs keeps the registry in step with the stored CRDs, as
-// store.Follow does, but publishes one Index for the events that are
-// already waiting (up to maxBatch): installing a thousand CRDs publishes
-// far fewer than a thousand Indexes, each of which every subscriber reads.
+// store.Follow does, but publishes one Index for the events that come
+// together: those already waiting, and, when the last Index was published
+// less than publishEvery ago, those that come until then (up to maxBatch).
+// Installing a thousand CRDs publishes far fewer than a thousand Indexes,
+// each of which every subscriber reads; a lone change is published at
+// once.
 func (r *Registry) followCRDs(ctx context.Context) {
 	c := r.opts.CRDs.Cache
+	var last time.Time
 	for ctx.Err() == nil {
 		w, err := c.Watch(ctx, store.WatchOptions{FromState: true})
 		if err != nil {
@@ -138,6 +142,7 @@ func (r *Registry) followCRDs(ctx context.Context) {
 			continue
 		}
 		r.syncCRDs(w.Initial, w.Rev)
+		last = time.Now()
 	events:
 		for {
 			select {
@@ -149,30 +154,50 @@ func (r *Registry) followCRDs(ctx context.Context) {
 			case ev := <-w.Events():
 				rev := r.applyEvent(ev)
 				for n := 1; n < maxBatch; n++ {
-					more, ok := pending(w)
+					more, ok := next(ctx, w, last.Add(publishEvery))
 					if !ok {
 						break
 					}
 					rev = r.applyEvent(more)
 				}
 				r.publishIfDirty()
+				last = time.Now()
 				r.markApplied(rev)
 			}
 		}
 	}
 }
 
-// maxBatch bounds the CRD events one Index is published for.
-const maxBatch = 256
+// maxBatch bounds the CRD events one Index is published for, and
+// publishEvery is the least time between two Indexes while events keep
+// coming.
+const (
+	maxBatch     = 256
+	publishEvery = 10 * time.Millisecond
+)
 
-// pending returns an event the watcher has already received, if any.
-func pending(w *store.Watcher) (store.Event, bool) {
+// next returns an event the watcher has received, or receives before
+// until; false when there is none by then.
+func next(ctx context.Context, w *store.Watcher, until time.Time) (store.Event, bool) {
 	select {
 	case ev := <-w.Events():
 		return ev, true
 	default:
+	}
+	wait := time.Until(until)
+	if wait <= 0 {
 		return store.Event{}, false
 	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case ev := <-w.Events():
+		return ev, true
+	case <-t.C:
+	case <-w.Done():
+	case <-ctx.Done():
+	}
+	return store.Event{}, false
 }
 
 // syncCRDs applies the whole state of the CRDs at revision rev.
@@ -228,7 +253,7 @@ func (r *Registry) applyCRD(it *store.Item) {
 		e = &crdEntry{}
 		r.defs[crd.Name] = e
 	}
-	e.crd, e.raw = crd, it.Raw
+	e.crd, e.raw, e.established = crd, it.Raw, apiextensions.IsEstablished(crd)
 	old := e.res
 	e.res = nil
 	if apiextensions.Servable(crd) && !r.builtinOverlap(crd.Spec.Group, crd.Status.AcceptedNames.Plural) {
@@ -294,6 +319,7 @@ func (r *Registry) applyCRD(it *store.Item) {
 		conversion.Close(old.Converter)
 	}
 	r.dirty = true
+	r.changed[crd.Name] = true
 }
 
 // strategy returns the converter of crd's conversion strategy: the one
@@ -355,6 +381,7 @@ func (r *Registry) removeCRD(name string) {
 		}
 	}
 	r.dirty = true
+	r.changed[name] = true
 	r.mu.Unlock()
 	if stop != nil {
 		go stop.Stop()

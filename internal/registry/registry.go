@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -51,6 +53,11 @@ type Index struct {
 	Discoverable map[*resource.Resource]bool
 	// Builtin marks the built-in resources.
 	Builtin map[*resource.Resource]bool
+	// Groups are the names of the CRDs of each group, sorted.
+	Groups map[string][]string
+	// Changed are the names of the CRDs that changed (or went) since the
+	// Index published before this one, sorted; nil: any may have.
+	Changed []string
 }
 
 // FullCRD decodes the stored CRD of a name whole (nil if there is none):
@@ -138,8 +145,10 @@ type Registry struct {
 	defs        map[string]*crdEntry    // by CRD name
 	rules       map[string]*ruleEntry   // declarative conversion rules, by CRD name
 	synced      atomic.Bool
-	// dirty: a CRD changed since the last Index was published.
-	dirty bool
+	// dirty: a CRD changed since the last Index was published; changed
+	// are their names.
+	dirty   bool
+	changed map[string]bool
 	// applied is the revision of the last CRD change the Index reflects.
 	applied   atomic.Int64
 	appliedCh atomic.Pointer[chan struct{}]
@@ -151,7 +160,9 @@ type crdEntry struct {
 	// is the whole CRD as the watch cache holds it.
 	crd *apiextensionsv1.CustomResourceDefinition
 	raw []byte
-	res *resource.Resource // nil while not served
+	// established: crd is Established.
+	established bool
+	res         *resource.Resource // nil while not served
 	// resSchemaRev is the schemaRev res was built with.
 	resSchemaRev int64
 	// schemas are made once per CRD generation (and uid), and compiled
@@ -201,11 +212,12 @@ func New(opts Options) *Registry {
 		opts.Log = slog.Default()
 	}
 	r := &Registry{
-		opts:   opts,
-		log:    opts.Log,
-		caches: map[string]*store.Cache{},
-		defs:   map[string]*crdEntry{},
-		rules:  map[string]*ruleEntry{},
+		opts:    opts,
+		log:     opts.Log,
+		caches:  map[string]*store.Cache{},
+		defs:    map[string]*crdEntry{},
+		rules:   map[string]*ruleEntry{},
+		changed: map[string]bool{},
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	ch := make(chan struct{})
@@ -279,60 +291,161 @@ func (r *Registry) publishIfDirty() {
 }
 
 // publish builds and installs a new Index from the built-ins and the CRD
-// entries. Callers hold r.mu (or are the constructor).
+// entries. Callers hold r.mu (or are the constructor). When few CRDs
+// changed since the last Index, the new one is the last one's maps
+// copied with those CRDs' entries replaced: a change among thousands of
+// CRDs does not rebuild every entry.
 func (r *Registry) publish() {
 	r.dirty = false
-	ix := &Index{
-		byGVR:        map[schema.GroupVersionResource]served{},
-		storage:      map[schema.GroupVersionResource]*resource.Resource{},
-		CRDs:         make(map[string]*apiextensionsv1.CustomResourceDefinition, len(r.defs)),
-		raw:          make(map[string][]byte, len(r.defs)),
-		CRDResources: map[string]*resource.Resource{},
-		Established:  map[string]bool{},
-		Discoverable: map[*resource.Resource]bool{},
-		Builtin:      map[*resource.Resource]bool{},
-	}
-	add := func(res *resource.Resource) {
-		for _, v := range res.Versions {
-			gvr := schema.GroupVersionResource{Group: res.Group, Version: v.Name, Resource: res.Plural}
-			if _, taken := ix.byGVR[gvr]; !taken {
-				ix.byGVR[gvr] = served{res, v}
-			}
-		}
-		if res.Cache != nil {
-			gvr := schema.GroupVersionResource{Group: res.Group, Version: res.StorageVersion, Resource: res.Plural}
-			if _, taken := ix.storage[gvr]; !taken {
-				ix.storage[gvr] = res
-			}
-		}
-		ix.Resources = append(ix.Resources, res)
-	}
-	for _, b := range r.opts.Builtins {
-		add(b)
-		ix.Discoverable[b] = true
-		ix.Builtin[b] = true
-	}
-	names := make([]string, 0, len(r.defs))
-	for n := range r.defs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		e := r.defs[n]
-		ix.CRDs[n] = e.crd
-		ix.raw[n] = e.raw
-		ix.Established[n] = apiextensions.IsEstablished(e.crd)
-		if e.res == nil {
-			continue
-		}
-		add(e.res)
-		ix.CRDResources[n] = e.res
-		ix.Discoverable[e.res] = ix.Established[n]
+	prev := r.index.Load()
+	changed := r.changed
+	r.changed = map[string]bool{}
+	var ix *Index
+	if prev == nil || len(changed) > len(r.defs)/4+16 {
+		ix = r.fullIndex()
+	} else {
+		ix = r.patchedIndex(prev, changed)
 	}
 	r.index.Store(ix)
 	for _, f := range r.subscribers {
 		f(ix)
 	}
+}
+
+// fullIndex builds an Index from every entry.
+func (r *Registry) fullIndex() *Index {
+	n := len(r.defs)
+	ix := &Index{
+		byGVR:        make(map[schema.GroupVersionResource]served, 2*n+len(r.opts.Builtins)),
+		storage:      make(map[schema.GroupVersionResource]*resource.Resource, n+len(r.opts.Builtins)),
+		CRDs:         make(map[string]*apiextensionsv1.CustomResourceDefinition, n),
+		raw:          make(map[string][]byte, n),
+		CRDResources: make(map[string]*resource.Resource, n),
+		Established:  make(map[string]bool, n),
+		Discoverable: make(map[*resource.Resource]bool, n+len(r.opts.Builtins)),
+		Builtin:      make(map[*resource.Resource]bool, len(r.opts.Builtins)),
+		Groups:       map[string][]string{},
+	}
+	for _, b := range r.opts.Builtins {
+		ix.addServed(b)
+		ix.Discoverable[b] = true
+		ix.Builtin[b] = true
+	}
+	for _, name := range r.sortedNames() {
+		ix.addCRD(name, r.defs[name])
+	}
+	ix.Resources = r.resources(ix)
+	return ix
+}
+
+// patchedIndex is prev with the entries of the changed CRDs replaced.
+func (r *Registry) patchedIndex(prev *Index, changed map[string]bool) *Index {
+	ix := &Index{
+		byGVR:        maps.Clone(prev.byGVR),
+		storage:      maps.Clone(prev.storage),
+		CRDs:         maps.Clone(prev.CRDs),
+		raw:          maps.Clone(prev.raw),
+		CRDResources: maps.Clone(prev.CRDResources),
+		Established:  maps.Clone(prev.Established),
+		Discoverable: maps.Clone(prev.Discoverable),
+		Builtin:      prev.Builtin,
+		Groups:       maps.Clone(prev.Groups),
+		Changed:      make([]string, 0, len(changed)),
+	}
+	for name := range changed {
+		ix.Changed = append(ix.Changed, name)
+		if old := prev.CRDs[name]; old != nil {
+			ix.Groups[old.Spec.Group] = slices.DeleteFunc(slices.Clone(ix.Groups[old.Spec.Group]), func(n string) bool { return n == name })
+			if len(ix.Groups[old.Spec.Group]) == 0 {
+				delete(ix.Groups, old.Spec.Group)
+			}
+		}
+		if res := prev.CRDResources[name]; res != nil {
+			ix.removeServed(res)
+			delete(ix.Discoverable, res)
+		}
+		delete(ix.CRDs, name)
+		delete(ix.raw, name)
+		delete(ix.CRDResources, name)
+		delete(ix.Established, name)
+		if e := r.defs[name]; e != nil {
+			ix.addCRD(name, e)
+		}
+	}
+	sort.Strings(ix.Changed)
+	ix.Resources = r.resources(ix)
+	return ix
+}
+
+// addCRD adds a CRD's entries.
+func (ix *Index) addCRD(name string, e *crdEntry) {
+	ix.CRDs[name] = e.crd
+	ix.raw[name] = e.raw
+	ix.Established[name] = e.established
+	group := e.crd.Spec.Group
+	at, _ := slices.BinarySearch(ix.Groups[group], name)
+	ix.Groups[group] = slices.Insert(slices.Clone(ix.Groups[group]), at, name)
+	if e.res == nil {
+		return
+	}
+	ix.addServed(e.res)
+	ix.CRDResources[name] = e.res
+	ix.Discoverable[e.res] = e.established
+}
+
+// addServed adds what a resource serves, unless another holds it.
+func (ix *Index) addServed(res *resource.Resource) {
+	for _, v := range res.Versions {
+		gvr := schema.GroupVersionResource{Group: res.Group, Version: v.Name, Resource: res.Plural}
+		if _, taken := ix.byGVR[gvr]; !taken {
+			ix.byGVR[gvr] = served{res, v}
+		}
+	}
+	if res.Cache != nil {
+		gvr := schema.GroupVersionResource{Group: res.Group, Version: res.StorageVersion, Resource: res.Plural}
+		if _, taken := ix.storage[gvr]; !taken {
+			ix.storage[gvr] = res
+		}
+	}
+}
+
+// removeServed removes what a resource serves.
+func (ix *Index) removeServed(res *resource.Resource) {
+	for _, v := range res.Versions {
+		gvr := schema.GroupVersionResource{Group: res.Group, Version: v.Name, Resource: res.Plural}
+		if ix.byGVR[gvr].res == res {
+			delete(ix.byGVR, gvr)
+		}
+	}
+	gvr := schema.GroupVersionResource{Group: res.Group, Version: res.StorageVersion, Resource: res.Plural}
+	if ix.storage[gvr] == res {
+		delete(ix.storage, gvr)
+	}
+}
+
+// sortedNames are the CRD names, sorted.
+func (r *Registry) sortedNames() []string {
+	names := make([]string, 0, len(r.defs))
+	for n := range r.defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// resources are the built-in resources, then those of the CRDs by name.
+func (r *Registry) resources(ix *Index) []*resource.Resource {
+	out := make([]*resource.Resource, 0, len(r.opts.Builtins)+len(ix.CRDResources))
+	out = append(out, r.opts.Builtins...)
+	names := make([]string, 0, len(ix.CRDResources))
+	for n := range ix.CRDResources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		out = append(out, ix.CRDResources[n])
+	}
+	return out
 }
 
 // Subscribe calls f with every new Index, starting with the current one.

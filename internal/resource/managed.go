@@ -61,6 +61,11 @@ type fieldManagerSet struct {
 
 // managerSet returns the type converter and the managers built so far.
 func (f *FieldManagers) managerSet() (*fieldManagerSet, error) {
+	return f.value().Get()
+}
+
+// value is what holds the type converter and the managers.
+func (f *FieldManagers) value() *budget.Value[*fieldManagerSet] {
 	f.once.Do(func() {
 		f.set = budget.NewValue(f.Pool, func() (*fieldManagerSet, int64, error) {
 			if f.TypeConverter == nil {
@@ -73,17 +78,13 @@ func (f *FieldManagers) managerSet() (*fieldManagerSet, error) {
 			return &fieldManagerSet{tc: tc}, cost, nil
 		})
 	})
-	return f.set.Get()
+	return f.set
 }
 
 // Release drops the type converter and the managers now (the resource
-// is no longer served in this form).
-func (f *FieldManagers) Release() {
-	f.once.Do(func() {})
-	if f.set != nil {
-		f.set.Drop()
-	}
-}
+// is no longer served in this form); a request still using it builds them
+// again.
+func (f *FieldManagers) Release() { f.value().Drop() }
 
 // FieldManager returns the field manager of a version and subresource.
 func (f *FieldManagers) FieldManager(version, subresource string) (*managedfields.FieldManager, error) {

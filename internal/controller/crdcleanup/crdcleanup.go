@@ -43,9 +43,18 @@ func (c *Controller) Name() string { return "crd-cleanup" }
 
 // Run implements controller.Controller.
 func (c *Controller) Run(ctx context.Context) {
+	first := true
 	c.reader.Subscribe(func(ix *registry.Index) {
-		for name, crd := range ix.CRDs {
-			if crd.DeletionTimestamp != nil && apihelpers.CRDHasFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer) {
+		names := ix.Changed
+		if first || names == nil {
+			first = false
+			names = make([]string, 0, len(ix.CRDs))
+			for name := range ix.CRDs {
+				names = append(names, name)
+			}
+		}
+		for _, name := range names {
+			if crd := ix.CRDs[name]; crd != nil && crd.DeletionTimestamp != nil && apihelpers.CRDHasFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer) {
 				c.queue.Add(name)
 			}
 		}

@@ -70,16 +70,18 @@ func (c *Controller) Name() string { return "crd-conditions" }
 
 // Run implements controller.Controller: every CRD that changes is synced.
 func (c *Controller) Run(ctx context.Context) {
-	seen := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	first := true
 	c.reader.Subscribe(func(ix *registry.Index) {
-		next := make(map[string]*apiextensionsv1.CustomResourceDefinition, len(ix.CRDs))
-		for name, crd := range ix.CRDs {
-			if seen[name] != crd {
+		if first || ix.Changed == nil {
+			first = false
+			for name := range ix.CRDs {
 				c.queue.Add(name)
 			}
-			next[name] = crd
+			return
 		}
-		seen = next
+		for _, name := range ix.Changed {
+			c.queue.Add(name)
+		}
 	})
 	controller.Work(ctx, c.Name(), c.queue, 1, c.log, c.sync)
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -41,21 +40,22 @@ type Reader interface {
 }
 
 // Controller accepts the names of CRDs and establishes them, as
-// Kubernetes' naming and establishing controllers do. It works one CRD at a
-// time and decides each from a view that holds its own last write, so that
-// of two CRDs asking for one name at once exactly one gets it.
+// Kubernetes' naming and establishing controllers do. It decides a group's
+// CRDs together, oldest first, from a view that holds its own last writes,
+// so that of two CRDs asking for one name at once exactly one gets it.
 type Controller struct {
 	reader Reader
 	client apiextensionsclient.Interface
 	log    *slog.Logger
 	queue  controller.Queue
-	// groups serializes the decisions of one group: names are only
-	// contested within a group, so several workers decide at once.
-	groups sync.Map // group → *sync.Mutex
 }
 
-// workers is how many CRDs are decided at once (each in its own group).
-const workers = 4
+// workers is how many groups are decided at once, and writers how many
+// status writes of one group are in flight at once.
+const (
+	workers = 4
+	writers = 4
+)
 
 // New returns the controller; it writes CRD status through client.
 func New(reader Reader, client apiextensionsclient.Interface, log *slog.Logger) *Controller {
@@ -65,28 +65,34 @@ func New(reader Reader, client apiextensionsclient.Interface, log *slog.Logger) 
 // Name implements controller.Controller.
 func (c *Controller) Name() string { return "crd-names" }
 
-// Run implements controller.Controller: every CRD that changes is synced;
-// when one goes, the others of its group are looked at again, as names it
-// held are free.
+// Run implements controller.Controller: the group of every CRD that
+// changes (or goes, freeing the names it held) is synced.
 func (c *Controller) Run(ctx context.Context) {
-	seen := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	groups := map[string]string{} // CRD name → group
+	first := true
 	c.reader.Subscribe(func(ix *registry.Index) {
-		for name, crd := range ix.CRDs {
-			if seen[name] != crd {
-				c.queue.Add(name)
+		if first || ix.Changed == nil {
+			first = false
+			for group := range ix.Groups {
+				c.queue.Add(group)
+			}
+			groups = make(map[string]string, len(ix.CRDs))
+			for name, crd := range ix.CRDs {
+				groups[name] = crd.Spec.Group
+			}
+			return
+		}
+		for _, name := range ix.Changed {
+			if g, ok := groups[name]; ok {
+				c.queue.Add(g)
+			}
+			if crd := ix.CRDs[name]; crd != nil {
+				groups[name] = crd.Spec.Group
+				c.queue.Add(crd.Spec.Group)
+			} else {
+				delete(groups, name)
 			}
 		}
-		for name, crd := range seen {
-			if _, ok := ix.CRDs[name]; ok {
-				continue
-			}
-			for other, o := range ix.CRDs {
-				if o.Spec.Group == crd.Spec.Group {
-					c.queue.Add(other)
-				}
-			}
-		}
-		seen = maps.Clone(ix.CRDs)
 	})
 	// A term starts from everything stored, another leader's writes too.
 	if err := c.reader.CatchUp(ctx); err != nil && ctx.Err() == nil {
@@ -95,25 +101,53 @@ func (c *Controller) Run(ctx context.Context) {
 	controller.Work(ctx, c.Name(), c.queue, workers, c.log, c.sync)
 }
 
-// sync drives one CRD: names accepted, and established with them. A CRD
-// being deleted is left to the cleanup controller. The CRDs of one group
-// are decided one at a time, each from an Index that holds the last
-// decision's write.
-func (c *Controller) sync(ctx context.Context, name string) error {
-	crd := c.reader.Index().CRDs[name]
-	if crd == nil || crd.DeletionTimestamp != nil {
-		return nil
-	}
-	mu, _ := c.groups.LoadOrStore(crd.Spec.Group, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+// sync decides the CRDs of one group, oldest first (CRDs being deleted are
+// the cleanup controller's): each CRD's names are accepted unless a CRD
+// decided before it or a built-in resource holds them, and a CRD whose
+// names are accepted for the first time is established in the same write.
+// The writes go out together; then the Index is waited for, so that the
+// next decision sees them.
+func (c *Controller) sync(ctx context.Context, group string) error {
 	ix := c.reader.Index()
-	crd = ix.CRDs[name]
-	if crd == nil || crd.DeletionTimestamp != nil {
+	var members []*apiextensionsv1.CustomResourceDefinition
+	for _, name := range ix.Groups[group] {
+		if crd := ix.CRDs[name]; crd != nil {
+			members = append(members, crd)
+		}
+	}
+	slices.SortStableFunc(members, func(a, b *apiextensionsv1.CustomResourceDefinition) int {
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			if a.CreationTimestamp.Before(&b.CreationTimestamp) {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	decided := make(map[string]*apiextensionsv1.CustomResourceDefinition, len(members))
+	for _, crd := range members {
+		decided[crd.Name] = crd
+	}
+	var writes []*apiextensionsv1.CustomResourceDefinition
+	for _, crd := range members {
+		if crd.DeletionTimestamp != nil {
+			continue
+		}
+		if next := decide(ix, decided, crd); next != nil {
+			decided[crd.Name] = next
+			writes = append(writes, next)
+		}
+	}
+	if len(writes) == 0 {
 		return nil
 	}
-	crd = crd.DeepCopy()
-	names, namesCond, estCond := acceptNames(ix, crd)
+	return c.write(ctx, writes)
+}
+
+// decide returns crd with the status it should have, nil if it has it.
+func decide(ix *registry.Index, decided map[string]*apiextensionsv1.CustomResourceDefinition, crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	next := crd.DeepCopy()
+	names, namesCond, estCond := acceptNames(ix, decided, next)
 	// As Kubernetes' naming controller, it writes when the names or the
 	// NamesAccepted condition change, and Established only with them:
 	// comparing Established too would undo the establishing below (a
@@ -122,26 +156,25 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	// names are accepted, so names accepted for the first time establish
 	// it in the same write (Kubernetes' establishing controller writes
 	// Established True in a second one).
-	if !reflect.DeepEqual(names, crd.Status.AcceptedNames) ||
-		!apihelpers.IsCRDConditionEquivalent(&namesCond, apihelpers.FindCRDCondition(crd, apiextensionsv1.NamesAccepted)) {
-		crd.Status.AcceptedNames = names
-		apihelpers.SetCRDCondition(crd, namesCond)
+	if !reflect.DeepEqual(names, next.Status.AcceptedNames) ||
+		!apihelpers.IsCRDConditionEquivalent(&namesCond, apihelpers.FindCRDCondition(next, apiextensionsv1.NamesAccepted)) {
+		next.Status.AcceptedNames = names
+		apihelpers.SetCRDCondition(next, namesCond)
 		if estCond.Reason == "Installing" {
-			estCond = establishedCondition(crd)
+			estCond = establishedCondition(next)
 		}
-		apihelpers.SetCRDCondition(crd, estCond)
-		return c.write(ctx, crd)
+		apihelpers.SetCRDCondition(next, estCond)
+		return next
 	}
 	// The registry serves the resource from the moment its names were
-	// accepted (this runs after the registry applied that state): it is
-	// established.
-	if namesCond.Status == apiextensionsv1.ConditionTrue && !apiextensions.IsEstablished(crd) {
-		est := establishedCondition(crd)
-		if apihelpers.IsCRDConditionEquivalent(&est, apihelpers.FindCRDCondition(crd, apiextensionsv1.Established)) {
+	// accepted: it is established.
+	if namesCond.Status == apiextensionsv1.ConditionTrue && !apiextensions.IsEstablished(next) {
+		est := establishedCondition(next)
+		if apihelpers.IsCRDConditionEquivalent(&est, apihelpers.FindCRDCondition(next, apiextensionsv1.Established)) {
 			return nil
 		}
-		apihelpers.SetCRDCondition(crd, est)
-		return c.write(ctx, crd)
+		apihelpers.SetCRDCondition(next, est)
+		return next
 	}
 	return nil
 }
@@ -167,26 +200,52 @@ func establishedCondition(crd *apiextensionsv1.CustomResourceDefinition) apiexte
 	}
 }
 
-// write stores a CRD's status, then waits until the Index shows it: the
-// next decision sees the names this one accepted.
-func (c *Controller) write(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
-	out, err := c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{})
-	if err != nil {
-		return err
+// write stores the status of CRDs, writers at a time, then waits until
+// the Index shows them: the next decision sees the names these accepted.
+// A CRD changed meanwhile (a conflict) has its group synced again.
+func (c *Controller) write(ctx context.Context, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	var (
+		mu      sync.Mutex
+		rev     int64
+		failure error
+		wg      sync.WaitGroup
+		slots   = make(chan struct{}, writers)
+	)
+	for _, crd := range crds {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			out, err := c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, crd, metav1.UpdateOptions{})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if failure == nil {
+					failure = err
+				}
+				return
+			}
+			if r, err := strconv.ParseInt(out.ResourceVersion, 10, 64); err == nil && r > rev {
+				rev = r
+			}
+		}()
 	}
-	rev, err := strconv.ParseInt(out.ResourceVersion, 10, 64)
-	if err != nil {
-		return nil // no revision to wait for
+	wg.Wait()
+	if rev > 0 {
+		if err := c.reader.WaitApplied(ctx, rev); err != nil && failure == nil {
+			failure = err
+		}
 	}
-	return c.reader.WaitApplied(ctx, rev)
+	return failure
 }
 
 // acceptNames decides which of a CRD's requested names it may have: a name
-// another CRD of the group already holds is refused, as Kubernetes' naming
-// controller does, and the CRD keeps the names it had.
-func acceptNames(ix *registry.Index, crd *apiextensionsv1.CustomResourceDefinition) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
+// another CRD of the group holds (in decided, the group's CRDs as decided
+// so far) or a built-in resource of the group has is refused, as
+// Kubernetes' naming controller does, and the CRD keeps the names it had.
+func acceptNames(ix *registry.Index, decided map[string]*apiextensionsv1.CustomResourceDefinition, crd *apiextensionsv1.CustomResourceDefinition) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
 	usedResources, usedKinds := sets.New[string](), sets.New[string]()
-	for n, other := range ix.CRDs {
+	for n, other := range decided {
 		if n == crd.Name || other.Spec.Group != crd.Spec.Group {
 			continue
 		}

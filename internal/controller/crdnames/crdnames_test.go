@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
@@ -49,7 +50,7 @@ func TestAcceptNames(t *testing.T) {
 		{"built-in", crdNamed("", "namespaces", "namespace", "Namespace"), "False", "ListKindConflict", `"NamespaceList" is already in use`},
 	}
 	for _, c := range cases {
-		names, cond, est := acceptNames(ix, c.crd)
+		names, cond, est := acceptNames(ix, ix.CRDs, c.crd)
 		if cond.Status != c.status || cond.Reason != c.reason || cond.Message != c.msg {
 			t.Errorf("%s: %s %s %q", c.name, cond.Status, cond.Reason, cond.Message)
 		}
@@ -62,7 +63,7 @@ func TestAcceptNames(t *testing.T) {
 		}
 	}
 	// A CRD keeps the names it was accepted with.
-	names, cond, _ := acceptNames(ix, held)
+	names, cond, _ := acceptNames(ix, ix.CRDs, held)
 	if cond.Status != "True" || names.Plural != "foos" {
 		t.Errorf("held names: %+v %+v", names, cond)
 	}
@@ -80,12 +81,12 @@ func TestSyncAcceptsThenEstablishes(t *testing.T) {
 	ctx := context.Background()
 	crd := crdNamed("g.io", "bars", "bar", "Bar")
 	client := apiextensionsfake.NewClientset(crd.DeepCopy())
-	ix := &registry.Index{CRDs: map[string]*apiextensionsv1.CustomResourceDefinition{crd.Name: crd}}
+	ix := &registry.Index{CRDs: map[string]*apiextensionsv1.CustomResourceDefinition{crd.Name: crd}, Groups: map[string][]string{"g.io": {crd.Name}}}
 	c := New(fixedReader{ix}, client, slog.New(slog.DiscardHandler))
 
 	// The names, and Established with them: the registry serves a CRD
 	// whose names are accepted.
-	if err := c.sync(ctx, crd.Name); err != nil {
+	if err := c.sync(ctx, "g.io"); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
@@ -106,14 +107,60 @@ func TestSyncAcceptsThenEstablishes(t *testing.T) {
 	// Nothing more to do: no write.
 	ix.CRDs[crd.Name] = got
 	n := len(client.Actions())
-	if err := c.sync(ctx, crd.Name); err != nil || len(client.Actions()) != n {
+	if err := c.sync(ctx, "g.io"); err != nil || len(client.Actions()) != n {
 		t.Fatalf("a settled CRD was written again: %v %v", err, client.Actions()[n:])
 	}
 	// A CRD being deleted is the cleanup controller's.
 	deleting := got.DeepCopy()
 	deleting.DeletionTimestamp = &metav1.Time{}
 	ix.CRDs[crd.Name] = deleting
-	if err := c.sync(ctx, crd.Name); err != nil || len(client.Actions()) != n {
+	if err := c.sync(ctx, "g.io"); err != nil || len(client.Actions()) != n {
 		t.Fatalf("a deleted CRD was written: %v", err)
+	}
+}
+
+// A group's CRDs are decided together, oldest first: of two asking for
+// one plural, the older gets it; each is written once.
+func TestSyncDecidesAGroupOldestFirst(t *testing.T) {
+	ctx := context.Background()
+	older := crdNamed("g.io", "bars", "bar", "Bar")
+	older.CreationTimestamp = metav1.NewTime(time.Unix(100, 0))
+	newer := crdNamed("g.io", "bars", "baz", "Baz")
+	newer.Name = "bars2.g.io"
+	newer.CreationTimestamp = metav1.NewTime(time.Unix(200, 0))
+	free := crdNamed("g.io", "quxes", "qux", "Qux")
+	free.CreationTimestamp = metav1.NewTime(time.Unix(300, 0))
+	client := apiextensionsfake.NewClientset(older.DeepCopy(), newer.DeepCopy(), free.DeepCopy())
+	ix := &registry.Index{
+		CRDs:   map[string]*apiextensionsv1.CustomResourceDefinition{older.Name: older, newer.Name: newer, free.Name: free},
+		Groups: map[string][]string{"g.io": {newer.Name, older.Name, free.Name}},
+	}
+	c := New(fixedReader{ix}, client, slog.New(slog.DiscardHandler))
+	if err := c.sync(ctx, "g.io"); err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) *apiextensionsv1.CustomResourceDefinition {
+		got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for name, want := range map[string]string{older.Name: "NoConflicts", newer.Name: "PluralConflict", free.Name: "NoConflicts"} {
+		if cond := apihelpers.FindCRDCondition(get(name), apiextensionsv1.NamesAccepted); cond == nil || cond.Reason != want {
+			t.Errorf("%s: NamesAccepted %+v, want %s", name, cond, want)
+		}
+	}
+	if est := apihelpers.FindCRDCondition(get(newer.Name), apiextensionsv1.Established); est == nil || est.Status != "False" {
+		t.Errorf("the refused CRD is established: %+v", est)
+	}
+	writes := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "update" {
+			writes++
+		}
+	}
+	if writes != 3 {
+		t.Errorf("%d writes, want one a CRD", writes)
 	}
 }

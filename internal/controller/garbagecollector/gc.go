@@ -42,6 +42,7 @@ type Collector struct {
 
 	mu        sync.Mutex
 	following map[*store.Cache]context.CancelFunc
+	crdCaches map[string]*store.Cache    // the followed cache of each CRD, by name
 	dependent map[string]map[string]bool // owner uid → dependent keys
 	items     map[string]*store.Item     // key → item, for objects with owners or GC finalizers
 }
@@ -58,40 +59,89 @@ func (g *Collector) Name() string { return "garbage-collector" }
 // Run implements controller.Controller: it follows the caches of every
 // served resource and works the queue.
 func (g *Collector) Run(ctx context.Context) {
-	g.reader.Subscribe(func(ix *registry.Index) { g.follow(ctx, ix) })
+	first := true
+	g.reader.Subscribe(func(ix *registry.Index) {
+		if first || ix.Changed == nil {
+			first = false
+			g.followAll(ctx, ix)
+			return
+		}
+		g.followChanged(ctx, ix)
+	})
 	controller.Work(ctx, g.Name(), g.queue, 2, g.log, g.process)
 }
 
-// follow starts following new caches and stops following gone ones. It
+// followAll starts following new caches and stops following gone ones. It
 // runs under the registry lock: it must not block.
-func (g *Collector) follow(ctx context.Context, ix *registry.Index) {
+func (g *Collector) followAll(ctx context.Context, ix *registry.Index) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	seen := map[*store.Cache]bool{}
 	for _, res := range ix.Resources {
-		c := res.Cache
-		if c == nil {
-			continue
+		if c := res.Cache; c != nil {
+			seen[c] = true
+			g.startLocked(ctx, c)
 		}
-		seen[c] = true
-		if _, ok := g.following[c]; ok {
-			continue
-		}
-		fctx, cancel := context.WithCancel(ctx)
-		g.following[c] = cancel
-		go store.FollowBuffered(fctx, c, followBuffer, func(items []*store.Item, _ int64) {
-			for _, it := range items {
-				g.observe(it, false)
-			}
-		}, func(ev store.Event) {
-			g.observe(ev.Item, ev.Type == store.Deleted)
-		})
 	}
-	for c, cancel := range g.following {
+	for c := range g.following {
 		if !seen[c] {
-			cancel()
-			delete(g.following, c)
+			g.stopLocked(c)
 		}
+	}
+	g.crdCaches = map[string]*store.Cache{}
+	for name, res := range ix.CRDResources {
+		if res.Cache != nil {
+			g.crdCaches[name] = res.Cache
+		}
+	}
+}
+
+// followChanged follows the caches of the CRDs that changed since the
+// last Index.
+func (g *Collector) followChanged(ctx context.Context, ix *registry.Index) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, name := range ix.Changed {
+		var now *store.Cache
+		if res := ix.CRDResources[name]; res != nil {
+			now = res.Cache
+		}
+		before := g.crdCaches[name]
+		if before == now {
+			continue
+		}
+		if before != nil {
+			g.stopLocked(before)
+			delete(g.crdCaches, name)
+		}
+		if now != nil {
+			g.startLocked(ctx, now)
+			g.crdCaches[name] = now
+		}
+	}
+}
+
+// startLocked follows a cache, unless it is followed already.
+func (g *Collector) startLocked(ctx context.Context, c *store.Cache) {
+	if _, ok := g.following[c]; ok {
+		return
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	g.following[c] = cancel
+	go store.FollowBuffered(fctx, c, followBuffer, func(items []*store.Item, _ int64) {
+		for _, it := range items {
+			g.observe(it, false)
+		}
+	}, func(ev store.Event) {
+		g.observe(ev.Item, ev.Type == store.Deleted)
+	})
+}
+
+// stopLocked stops following a cache.
+func (g *Collector) stopLocked(c *store.Cache) {
+	if cancel, ok := g.following[c]; ok {
+		cancel()
+		delete(g.following, c)
 	}
 }
 
