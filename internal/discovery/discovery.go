@@ -1,19 +1,26 @@
 package discovery
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	"github.com/klauspost/compress/gzip"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/crdserver/crdserver/internal/filters"
 	"github.com/crdserver/crdserver/internal/registry"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/resource"
@@ -23,6 +30,37 @@ import (
 type Handler struct {
 	Registry *registry.Registry
 	Version  version.Info
+
+	// cache holds what was made of the latest Index: its groups, and the
+	// aggregated documents as they were sent (gzipped too), so that
+	// kubectl's discovery with thousands of CRDs only copies bytes.
+	cache atomic.Pointer[indexCache]
+}
+
+// indexCache is what discovery made of one Index.
+type indexCache struct {
+	ix     *registry.Index
+	groups []*groupVersions
+	mu     sync.Mutex
+	docs   map[string]*document
+}
+
+// document is an aggregated discovery document as sent: its body in the
+// representation asked for, gzipped once if big enough, and its ETag.
+type document struct {
+	body, gzipped []byte
+	etag          string
+}
+
+// cached returns the cache of the current Index.
+func (h *Handler) cached() *indexCache {
+	ix := h.Registry.Index()
+	if c := h.cache.Load(); c != nil && c.ix == ix {
+		return c
+	}
+	c := &indexCache{ix: ix, groups: groupsOf(ix), docs: map[string]*document{}}
+	h.cache.Store(c)
+	return c
 }
 
 type groupVersions struct {
@@ -35,8 +73,9 @@ type groupVersions struct {
 
 // groups returns the served groups in discovery order: the core group, the
 // built-in groups, then CRD groups by name. Versions are in priority order.
-func (h *Handler) groups() []*groupVersions {
-	ix := h.Registry.Index()
+func (h *Handler) groups() []*groupVersions { return h.cached().groups }
+
+func groupsOf(ix *registry.Index) []*groupVersions {
 	byName := map[string]*groupVersions{}
 	var order []*groupVersions
 	for _, res := range ix.Resources {
@@ -264,11 +303,50 @@ func subresources(res *resource.Resource, ver string) []subresource {
 }
 
 func (h *Handler) writeAggregated(w http.ResponseWriter, r *http.Request, t request.Target, core bool) {
+	c := h.cached()
+	key := fmt.Sprintf("%t|%s", core, t.ContentType())
+	c.mu.Lock()
+	doc := c.docs[key]
+	if doc == nil {
+		var err error
+		if doc, err = aggregated(c.groups, t, core); err != nil {
+			c.mu.Unlock()
+			request.WriteError(w, r, err)
+			return
+		}
+		c.docs[key] = doc
+	}
+	c.mu.Unlock()
+	w.Header().Set("Vary", "Accept")
+	w.Header().Set("ETag", doc.etag)
+	w.Header().Set("Cache-Control", "public")
+	if r.Header.Get("If-None-Match") == doc.etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h2 := w.Header()
+	h2.Set("Content-Type", t.ContentType())
+	body := doc.body
+	if doc.gzipped != nil && filters.AcceptsGzip(r) {
+		body = doc.gzipped
+		h2.Set("Content-Encoding", "gzip")
+		h2.Add("Vary", "Accept-Encoding")
+	}
+	h2.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// aggregated makes the aggregated discovery document of the core group
+// (or of the others) in the representation t.
+func aggregated(groups []*groupVersions, t request.Target, core bool) (*document, error) {
 	list := &apidiscoveryv2.APIGroupDiscoveryList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: t.Group + "/" + t.Version},
 		Items:    []apidiscoveryv2.APIGroupDiscovery{},
 	}
-	for _, g := range h.groups() {
+	for _, g := range groups {
 		if (g.name == "") != core {
 			continue
 		}
@@ -308,19 +386,22 @@ func (h *Handler) writeAggregated(w http.ResponseWriter, r *http.Request, t requ
 	}
 	body, err := json.Marshal(list)
 	if err != nil {
-		request.WriteError(w, r, err)
-		return
+		return nil, err
 	}
 	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:]) + `"`
-	w.Header().Set("Vary", "Accept")
-	w.Header().Set("ETag", etag)
-	w.Header().Set("Cache-Control", "public")
-	if r.Header.Get("If-None-Match") == etag {
-		w.WriteHeader(http.StatusNotModified)
-		return
+	doc := &document{etag: `"` + hex.EncodeToString(sum[:]) + `"`}
+	if doc.body, err = request.Encode(t, body); err != nil {
+		return nil, err
 	}
-	request.Write(w, r, http.StatusOK, t, body)
+	if len(doc.body) >= filters.GzipThreshold {
+		var buf bytes.Buffer
+		gz := gzip.NewWriter(&buf)
+		_, _ = gz.Write(doc.body)
+		if gz.Close() == nil {
+			doc.gzipped = buf.Bytes()
+		}
+	}
+	return doc, nil
 }
 
 // ServeVersion answers /version.

@@ -95,7 +95,7 @@ const GzipThreshold = 128 * 1024
 // is how the size is known; streams (watches) are not compressed.
 func WithCompression(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !acceptsGzip(r) {
+		if !AcceptsGzip(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -105,7 +105,8 @@ func WithCompression(next http.Handler) http.Handler {
 	})
 }
 
-func acceptsGzip(r *http.Request) bool {
+// AcceptsGzip reports whether a client takes gzip (Accept-Encoding).
+func AcceptsGzip(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
 		enc, _, _ := strings.Cut(strings.TrimSpace(part), ";")
 		if strings.EqualFold(enc, "gzip") {

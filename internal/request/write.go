@@ -80,28 +80,15 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 
 // Write sends a JSON body in the target representation.
 func Write(w http.ResponseWriter, r *http.Request, code int, t Target, body []byte) {
+	out, err := Encode(t, body)
 	switch {
+	case err == nil:
+		body = out
 	case t.Format == FormatProtobuf:
-		p, err := JSONToProtobuf(body)
-		if err != nil {
-			code, body = http.StatusInternalServerError, []byte(err.Error())
-			t = Target{Format: FormatJSON}
-		} else {
-			body = p
-		}
-	case t.Format == FormatYAML:
-		y, err := yaml.JSONToYAML(body)
-		if err != nil {
-			code, body = http.StatusInternalServerError, []byte(err.Error())
-		} else {
-			body = y
-		}
-	case t.Pretty:
-		var buf bytes.Buffer
-		if json.Indent(&buf, body, "", "  ") == nil {
-			buf.WriteByte('\n')
-			body = buf.Bytes()
-		}
+		code, body = http.StatusInternalServerError, []byte(err.Error())
+		t = Target{Format: FormatJSON}
+	default:
+		code, body = http.StatusInternalServerError, []byte(err.Error())
 	}
 	h := w.Header()
 	h.Set("Content-Type", t.ContentType())
@@ -113,6 +100,24 @@ func Write(w http.ResponseWriter, r *http.Request, code int, t Target, body []by
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)
 	}
+}
+
+// Encode turns a JSON body into the representation of t: protobuf, YAML,
+// indented JSON, or the JSON as it is.
+func Encode(t Target, body []byte) ([]byte, error) {
+	switch {
+	case t.Format == FormatProtobuf:
+		return JSONToProtobuf(body)
+	case t.Format == FormatYAML:
+		return yaml.JSONToYAML(body)
+	case t.Pretty:
+		var buf bytes.Buffer
+		if json.Indent(&buf, body, "", "  ") == nil {
+			buf.WriteByte('\n')
+			return buf.Bytes(), nil
+		}
+	}
+	return body, nil
 }
 
 // WriteObject encodes v as JSON and sends it in the target representation.
