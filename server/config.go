@@ -39,6 +39,9 @@ type CacheOptions struct {
 	// History is how many recent events a cache keeps for watches that
 	// resume from a resourceVersion (default 10000).
 	History int
+	// HistoryBytes bounds the bytes of the replaced states a cache's
+	// history holds (default 16 MiB); older events go first.
+	HistoryBytes int
 	// WatcherBuffer is how many events a watcher may fall behind before it
 	// is closed (default 1000).
 	WatcherBuffer int
@@ -257,7 +260,7 @@ func (cfg Config) withDefaults() (Config, error) {
 }
 
 func (c CacheOptions) internal() store.CacheOptions {
-	return store.CacheOptions{History: c.History, WatcherBuffer: c.WatcherBuffer, BookmarkInterval: c.BookmarkInterval, FreshTimeout: c.FreshTimeout}
+	return store.CacheOptions{History: c.History, HistoryBytes: c.HistoryBytes, WatcherBuffer: c.WatcherBuffer, BookmarkInterval: c.BookmarkInterval, FreshTimeout: c.FreshTimeout}
 }
 
 func (c ConversionOptions) internal() conversion.Options {

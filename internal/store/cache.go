@@ -16,6 +16,12 @@ type CacheOptions struct {
 	// History is how many recent events the cache keeps for watches that
 	// resume from a resourceVersion (default 10000).
 	History int
+	// HistoryBytes bounds the bytes of the objects only the history holds
+	// (the states later events replaced; default 16 MiB): a thousand large
+	// CRDs, each written a few times, do not keep every revision. Older
+	// events go first; a watch that resumes before them gets 410 Expired
+	// and relists, as from a short history.
+	HistoryBytes int
 	// WatcherBuffer is how many events a watcher may fall behind before it
 	// is closed (default 1000).
 	WatcherBuffer int
@@ -30,6 +36,9 @@ type CacheOptions struct {
 func (o *CacheOptions) defaults() {
 	if o.History <= 0 {
 		o.History = 10000
+	}
+	if o.HistoryBytes <= 0 {
+		o.HistoryBytes = 16 << 20
 	}
 	if o.WatcherBuffer <= 0 {
 		o.WatcherBuffer = 1000
@@ -61,10 +70,14 @@ type Cache struct {
 	history  []Event       // ring buffer, grown on demand up to opts.History
 	hstart   int           // index of the oldest event in history
 	hlen     int
+	hbytes   int   // of the replaced states the history's events hold
 	oldest   int64 // history holds every event after this revision
 	lastEv   int64 // revision of the last event (or of the load)
 	watchers map[*Watcher]struct{}
-	stopped  bool
+	// observers are told of the state and its changes as they are applied
+	// (Observe).
+	observers map[*observer]struct{}
+	stopped   bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -223,6 +236,7 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 				continue
 			}
 			it.memo = &Memo{}
+			it.pack()
 			tree.ReplaceOrInsert(it)
 		}
 		if !page.More || len(page.KVs) == 0 {
@@ -233,11 +247,17 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 	c.mu.Lock()
 	c.tree = tree
 	c.history = make([]Event, min(c.opts.History, initialHistory))
-	c.hstart, c.hlen = 0, 0
+	c.hstart, c.hlen, c.hbytes = 0, 0, 0
 	c.oldest = rev
 	c.lastEv = rev
 	c.setRevLocked(rev)
 	c.ready = true
+	if len(c.observers) > 0 {
+		items := c.itemsLocked()
+		for o := range c.observers {
+			o.sync(items, rev)
+		}
+	}
 	c.mu.Unlock()
 	return rev, nil
 }
@@ -326,6 +346,7 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 			}
 			it.memo = &Memo{}
 			it.Written = c.store.writes.claim(key, value)
+			it.pack()
 			c.tree.ReplaceOrInsert(it)
 			ev = Event{Type: Added, Item: it, Rev: rev}
 			if prev != nil {
@@ -343,7 +364,7 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 				}
 				value = v
 			case prev != nil:
-				value = prev.Raw
+				value = prev.Bytes()
 			default:
 				continue
 			}
@@ -353,6 +374,7 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 				continue
 			}
 			it.memo = &Memo{}
+			it.pack()
 			if prev != nil && (e.PrevKv == nil || e.PrevKv.ModRevision == prev.Rev) {
 				// The last state is the cached one: so is its origin.
 				it.Written = prev.Written
@@ -367,10 +389,14 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 		for w := range c.watchers {
 			w.send(ev)
 		}
+		for o := range c.observers {
+			o.event(ev)
+		}
 	}
 }
 
-// record appends ev to the history ring, dropping the oldest event if full.
+// record appends ev to the history ring, dropping the oldest events when
+// it is full or holds more than HistoryBytes of replaced states.
 func (c *Cache) record(ev Event) {
 	n := len(c.history)
 	if c.hlen == n && n < c.opts.History {
@@ -378,14 +404,35 @@ func (c *Cache) record(ev Event) {
 		n = len(c.history)
 	}
 	if c.hlen == n {
-		c.oldest = c.history[c.hstart].Rev
-		c.history[c.hstart] = Event{}
-		c.hstart = (c.hstart + 1) % n
-		c.hlen--
+		c.dropOldest()
 	}
 	c.history[(c.hstart+c.hlen)%n] = ev
 	c.hlen++
+	c.hbytes += replacedBytes(ev)
 	c.lastEv = ev.Rev
+	for c.hbytes > c.opts.HistoryBytes && c.hlen > 1 {
+		c.dropOldest()
+	}
+}
+
+// dropOldest drops the oldest event of the history.
+func (c *Cache) dropOldest() {
+	n := len(c.history)
+	old := c.history[c.hstart]
+	c.oldest = old.Rev
+	c.hbytes -= replacedBytes(old)
+	c.history[c.hstart] = Event{}
+	c.hstart = (c.hstart + 1) % n
+	c.hlen--
+}
+
+// replacedBytes is what an event holds that the current state does not:
+// the state it replaced.
+func replacedBytes(ev Event) int {
+	if ev.Prev == nil {
+		return 0
+	}
+	return ev.Prev.Size()
 }
 
 // initialHistory is the size a cache's history ring starts at: a server
@@ -635,4 +682,44 @@ func NewFixedCache(prefix string, rev int64, items ...*Item) *Cache {
 		c.tree.ReplaceOrInsert(it)
 	}
 	return c
+}
+
+// observer is one Observe's callbacks.
+type observer struct {
+	sync  func(items []*Item, rev int64)
+	event func(Event)
+}
+
+// Observe keeps a consumer in step with the cache, as Follow does, but
+// without a watcher of its own: sync is called with the whole state (now
+// if the cache has one, and whenever it loads it again), event with every
+// change, both as the cache applies them, under its lock: they must be
+// quick and must not call back into the cache. It costs no goroutine and
+// no buffer, for a consumer of every resource's cache. stop ends it.
+func (c *Cache) Observe(sync func(items []*Item, rev int64), event func(Event)) (stop func()) {
+	o := &observer{sync: sync, event: event}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.observers == nil {
+		c.observers = map[*observer]struct{}{}
+	}
+	c.observers[o] = struct{}{}
+	if c.ready {
+		sync(c.itemsLocked(), c.rev)
+	}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.observers, o)
+	}
+}
+
+// itemsLocked is every item, in key order.
+func (c *Cache) itemsLocked() []*Item {
+	items := make([]*Item, 0, c.tree.Len())
+	c.tree.Ascend(func(it *Item) bool {
+		items = append(items, it)
+		return true
+	})
+	return items
 }

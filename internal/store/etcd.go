@@ -71,10 +71,11 @@ func startEmbedded(ctx context.Context, dir string, noFsync bool) (*Embedded, er
 	cfg.UnsafeNoFsync = noFsync
 	// etcd keeps the raft log in memory up to a snapshot, and some entries
 	// after it for slow followers: by default 10,000 and 5,000 writes,
-	// some 15 MiB of memory with 1-KiB objects. A single embedded member
-	// has no followers: a snapshot every 1,000 writes, 100 entries kept.
-	cfg.SnapshotCount = 1000
-	cfg.SnapshotCatchUpEntries = 100
+	// some 15 MiB of memory with 1-KiB objects, and gigabytes with large
+	// CRDs (a provider's are 30-400 KiB each). A single embedded member
+	// has no followers: a snapshot every 250 writes, 50 entries kept.
+	cfg.SnapshotCount = 250
+	cfg.SnapshotCatchUpEntries = 50
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

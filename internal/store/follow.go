@@ -11,15 +11,8 @@ import (
 // until ctx ends. sync and event run on the calling goroutine, one at a
 // time.
 func Follow(ctx context.Context, c *Cache, sync func(items []*Item, rev int64), event func(Event)) {
-	FollowBuffered(ctx, c, 0, sync, event)
-}
-
-// FollowBuffered is Follow with a watcher that may fall buffer events
-// behind (0: the cache's default) before it starts over: a consumer that
-// follows every resource's cache keeps a small buffer per resource.
-func FollowBuffered(ctx context.Context, c *Cache, buffer int, sync func(items []*Item, rev int64), event func(Event)) {
 	for ctx.Err() == nil {
-		w, err := c.Watch(ctx, WatchOptions{FromState: true, Buffer: buffer})
+		w, err := c.Watch(ctx, WatchOptions{FromState: true})
 		if err != nil {
 			select {
 			case <-ctx.Done():

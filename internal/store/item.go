@@ -19,8 +19,12 @@ type Item struct {
 	// Rev is the object's resourceVersion: the revision it was last written
 	// at (for a deletion event, the revision of the deletion).
 	Rev int64
-	// Raw is the stored JSON with metadata.resourceVersion set to Rev.
+	// Raw is the stored JSON with metadata.resourceVersion set to Rev; nil
+	// for an item the cache keeps compressed (read it with Bytes).
 	Raw []byte
+	// packed is the compressed Raw of a large item, size its length.
+	packed []byte
+	size   int
 	// Meta is whatever else the DecodeFunc extracted from the object for
 	// the cache's users; the store does not look at it.
 	Meta any

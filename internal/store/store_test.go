@@ -1,12 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -463,4 +466,111 @@ func TestOnlyWriterRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after a delete", drev)
+}
+
+// The history keeps at most HistoryBytes of the states later events
+// replaced: the oldest events go first, and the oldest revision a watch
+// may resume from moves with them.
+func TestHistoryBytes(t *testing.T) {
+	c := &Cache{opts: CacheOptions{History: 1000, HistoryBytes: 1000}}
+	c.history = make([]Event, min(c.opts.History, initialHistory))
+	prev := &Item{Raw: make([]byte, 300)}
+	c.record(Event{Type: Added, Rev: 1})
+	for rev := int64(2); rev <= 10; rev++ {
+		c.record(Event{Type: Modified, Rev: rev, Prev: prev})
+	}
+	// Three replaced states of 300 bytes fit in 1000.
+	if c.hlen != 3 || c.hbytes != 900 || c.oldest != 7 {
+		t.Fatalf("history of %d events, %d bytes, oldest %d; want 3, 900, 7", c.hlen, c.hbytes, c.oldest)
+	}
+	// An event that replaced nothing costs nothing.
+	c.record(Event{Type: Added, Rev: 11})
+	if c.hlen != 4 || c.hbytes != 900 {
+		t.Fatalf("history of %d events, %d bytes", c.hlen, c.hbytes)
+	}
+	// One state larger than the bound keeps its own event.
+	c.record(Event{Type: Deleted, Rev: 12, Prev: &Item{Raw: make([]byte, 5000)}})
+	if c.hlen != 1 || c.oldest != 11 {
+		t.Fatalf("history of %d events, oldest %d", c.hlen, c.oldest)
+	}
+}
+
+// An observer gets the state, then every change in order, as the cache
+// applies them; after stop, nothing.
+func TestObserve(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	if _, err := s.Create(ctx, "/o/ns/a", obj("ns", "a", "red"), 0); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCache(s, "/o/", decodeTest, CacheOptions{}, slog.Default())
+	defer c.Stop()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	stop := c.Observe(func(items []*Item, _ int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, it := range items {
+			seen = append(seen, "sync "+it.Name)
+		}
+	}, func(ev Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%s %s", ev.Type, ev.Item.Name))
+	})
+	rev, err := s.Create(ctx, "/o/ns/b", obj("ns", "b", "red"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Update(ctx, "/o/ns/b", obj("ns", "b", "blue"), rev, 0); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := s.CurrentRevision(ctx)
+	if err := c.WaitFresh(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if _, err := s.Create(ctx, "/o/ns/c", obj("ns", "c", "red"), 0); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ = s.CurrentRevision(ctx)
+	if err := c.WaitFresh(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"sync a", "ADDED b", "MODIFIED b"}; !reflect.DeepEqual(seen, want) {
+		t.Fatalf("observed %v, want %v", seen, want)
+	}
+}
+
+// A large item is kept compressed: Bytes gives it back whole, Size its
+// length; a small one is kept as it is.
+func TestLargeItemsPacked(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	big := fmt.Sprintf(`{"metadata":{"name":"big","namespace":"ns"},"data":%q}`, strings.Repeat("schema text ", 4000))
+	rev, err := s.Create(ctx, "/p/ns/big", []byte(big), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "/p/ns/small", obj("ns", "small", "red"), 0); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCache(s, "/p/", decodeTest, CacheOptions{}, slog.Default())
+	defer c.Stop()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	it, _ := c.Get("/p/ns/big")
+	want, _ := jsonraw.SetResourceVersion([]byte(big), rev)
+	if it == nil || it.Raw != nil || len(it.packed) > len(big)/4 || !bytes.Equal(it.Bytes(), want) || it.Size() != len(want) {
+		t.Fatalf("big item: packed %d bytes of %d, raw %v", len(it.packed), len(want), it.Raw != nil)
+	}
+	if small, _ := c.Get("/p/ns/small"); small == nil || small.Raw == nil || small.packed != nil {
+		t.Fatal("a small item is packed")
+	}
 }

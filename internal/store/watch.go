@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -22,9 +21,6 @@ type WatchOptions struct {
 	Rev int64
 	// Bookmarks asks for periodic BOOKMARK events.
 	Bookmarks bool
-	// Buffer is how many events the watcher may fall behind before it is
-	// ended (default CacheOptions.WatcherBuffer).
-	Buffer int
 }
 
 // Watcher receives the events of one watch. Events arrive on Events in
@@ -116,8 +112,8 @@ func (w *Watcher) translate(ev Event) (Event, bool) {
 		it := *ev.Prev
 		it.Rev = ev.Rev
 		it.memo = &Memo{}
-		if raw, err := jsonraw.SetResourceVersion(it.Raw, ev.Rev); err == nil {
-			it.Raw = raw
+		if raw, err := jsonraw.SetResourceVersion(it.Bytes(), ev.Rev); err == nil {
+			it.Raw, it.packed = raw, nil
 		}
 		return Event{Type: Deleted, Item: &it, Prev: ev.Prev, Rev: ev.Rev}, true
 	}
@@ -171,7 +167,7 @@ func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 		prefix:    c.prefix + o.Namespace + "/",
 		filter:    o.Filter,
 		bookmarks: o.Bookmarks,
-		ch:        make(chan Event, cmp.Or(o.Buffer, c.opts.WatcherBuffer)),
+		ch:        make(chan Event, c.opts.WatcherBuffer),
 		done:      make(chan struct{}),
 	}
 	if o.FromState {
