@@ -261,7 +261,7 @@ func (s *Server) conversionFindings(crd *apiextensionsv1.CustomResourceDefinitio
 	if it == nil {
 		return nil
 	}
-	cr, err := conversionrules.Decode(it.Raw)
+	cr, err := conversionrules.Decode(it.Bytes())
 	if err != nil {
 		return nil
 	}

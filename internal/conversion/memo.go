@@ -105,7 +105,7 @@ func rememberIn(it *store.Item, conv Converter, to string, in [sha256.Size]byte,
 func Items(ctx context.Context, conv Converter, items []*store.Item, to string) ([][]byte, error) {
 	out := make([][]byte, len(items))
 	for i, it := range items {
-		out[i] = it.Raw
+		out[i] = it.Bytes()
 	}
 	if _, trivial := conv.(None); trivial {
 		res, err := conv.Convert(ctx, out, to)

@@ -117,7 +117,7 @@ func decodedRV(m map[string]any) int64 {
 func (s *WithSchemas) itemServedAsStored(it *store.Item, n need, to string) bool {
 	from := s.StorageVersion
 	if from == "" {
-		from, _, _ = jsonraw.String(it.Raw, "apiVersion")
+		from, _, _ = jsonraw.String(it.Bytes(), "apiVersion")
 	}
 	return s.asStored(n, from, to)
 }

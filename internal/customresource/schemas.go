@@ -15,8 +15,9 @@ import (
 // each compiled part by part when a request first needs it, from raw (the
 // CRD as stored, of which crd is the decoded form without schemas; see
 // apiextensions.DecodeSlim), and held in pool, which may release them
-// again. A version without a schema has none (nil).
-func LazySchemas(pool *budget.Pool, crd *apiextensionsv1.CustomResourceDefinition, raw []byte, withSchema map[string]bool) map[string]*schema.Version {
+// again. raw returns the stored CRD. A version without a schema has none
+// (nil).
+func LazySchemas(pool *budget.Pool, crd *apiextensionsv1.CustomResourceDefinition, raw func() []byte, withSchema map[string]bool) map[string]*schema.Version {
 	out := map[string]*schema.Version{}
 	for _, v := range crd.Spec.Versions {
 		if !withSchema[v.Name] {
@@ -28,9 +29,9 @@ func LazySchemas(pool *budget.Pool, crd *apiextensionsv1.CustomResourceDefinitio
 }
 
 // rawSource is the schema.Source of a version of a stored CRD.
-func rawSource(raw []byte, version string) schema.Source {
+func rawSource(raw func() []byte, version string) schema.Source {
 	return func() (*apiextensions.JSONSchemaProps, bool, error) {
-		val, hasStatus, err := crdapi.VersionSchema(raw, version)
+		val, hasStatus, err := crdapi.VersionSchema(raw(), version)
 		if err != nil || val == nil || val.OpenAPIV3Schema == nil {
 			return nil, hasStatus, err
 		}

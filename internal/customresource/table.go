@@ -2,6 +2,7 @@ package customresource
 
 import (
 	"context"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	crtable "k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
@@ -14,8 +15,17 @@ import (
 
 // table shows a CRD version's additionalPrinterColumns, with
 // Kubernetes' own printer-column code (JSONPath cells, types, priorities);
-// a version without columns shows Age.
-type table map[string]rest.TableConvertor
+// a version without columns shows Age. A version's columns are parsed
+// when a Table of it is first asked for: most CRDs are never shown so.
+type table map[string]*columns
+
+// columns are one version's printer columns and, once parsed, their
+// converter (nil when they do not parse).
+type columns struct {
+	defs []apiextensionsv1.CustomResourceColumnDefinition
+	once sync.Once
+	conv rest.TableConvertor
+}
 
 func newTable(crd *apiextensionsv1.CustomResourceDefinition) table {
 	t := table{}
@@ -27,19 +37,27 @@ func newTable(crd *apiextensionsv1.CustomResourceDefinition) table {
 				Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"],
 			}}
 		}
-		conv, err := crtable.New(cols)
-		if err != nil {
-			// CRD validation refuses bad JSONPaths; keep the columns that
-			// parsed, as Kubernetes does.
-			continue
-		}
-		t[v.Name] = conv
+		t[v.Name] = &columns{defs: cols}
 	}
 	return t
 }
 
+// converter is the version's converter, nil if its columns do not parse
+// (CRD validation refuses bad JSONPaths).
+func (c *columns) converter() rest.TableConvertor {
+	c.once.Do(func() {
+		if conv, err := crtable.New(c.defs); err == nil {
+			c.conv = conv
+		}
+	})
+	return c.conv
+}
+
 func (t table) ConvertToTable(ctx context.Context, version string, objs []*unstructured.Unstructured, noHeaders bool) (*metav1.Table, error) {
-	conv := t[version]
+	var conv rest.TableConvertor
+	if cols := t[version]; cols != nil {
+		conv = cols.converter()
+	}
 	if conv == nil {
 		return resource.DefaultTable{}.ConvertToTable(ctx, version, objs, noHeaders)
 	}

@@ -53,7 +53,7 @@ func (r *Registry) loadRules() {
 }
 
 func decodeRules(it *store.Item) *ruleEntry {
-	cr, err := conversionrules.Decode(it.Raw)
+	cr, err := conversionrules.Decode(it.Bytes())
 	if err != nil {
 		return nil
 	}
@@ -241,7 +241,7 @@ func (r *Registry) applyEvent(ev store.Event) int64 {
 // part by part, when a request first needs them, and held in the budget
 // pool (Options.Budget).
 func (r *Registry) applyCRD(it *store.Item) {
-	crd, withSchema, err := apiextensions.DecodeSlim(it.Raw)
+	crd, withSchema, err := apiextensions.DecodeSlim(it.Bytes())
 	if err != nil {
 		r.log.Error("undecodable CRD", "name", it.Name, "err", err)
 		return
@@ -253,7 +253,7 @@ func (r *Registry) applyCRD(it *store.Item) {
 		e = &crdEntry{}
 		r.defs[crd.Name] = e
 	}
-	e.crd, e.raw, e.established = crd, it.Raw, apiextensions.IsEstablished(crd)
+	e.crd, e.item, e.established = crd, it, apiextensions.IsEstablished(crd)
 	old := e.res
 	e.res = nil
 	if apiextensions.Servable(crd) && !r.builtinOverlap(crd.Spec.Group, crd.Status.AcceptedNames.Plural) {
@@ -267,8 +267,8 @@ func (r *Registry) applyCRD(it *store.Item) {
 			for _, v := range e.schemas {
 				v.Drop()
 			}
-			e.schemas = customresource.LazySchemas(r.opts.Budget, crd, it.Raw, withSchema)
-			e.schemaGen, e.schemaUID, e.schemaRev, e.schemaRaw = crd.Generation, crd.UID, it.Rev, it.Raw
+			e.schemas = customresource.LazySchemas(r.opts.Budget, crd, it.Bytes, withSchema)
+			e.schemaGen, e.schemaUID, e.schemaRev, e.schemaItem = crd.Generation, crd.UID, it.Rev, it
 			e.conv = nil
 		}
 		rules := r.rules[crd.Name]
@@ -277,7 +277,7 @@ func (r *Registry) applyCRD(it *store.Item) {
 			var err error
 			if rules != nil {
 				var full *apiextensionsv1.CustomResourceDefinition
-				if full, err = apiextensions.Decode(it.Raw); err == nil {
+				if full, err = apiextensions.Decode(it.Bytes()); err == nil {
 					conv, err = conversion.ForRules(full, rules.spec, e.schemas, e.schemaRev)
 				}
 			} else {
@@ -294,13 +294,15 @@ func (r *Registry) applyCRD(it *store.Item) {
 			e.convSpec = crd.Spec.Conversion.DeepCopy()
 			e.convRules = rules
 		}
-		raw := e.schemaRaw
+		schemaItem := e.schemaItem
 		e.res = customresource.New(crd, customresource.Built{
 			Cache:     cache,
 			Converter: e.conv,
 			Schemas:   e.schemas,
-			Full:      func() (*apiextensionsv1.CustomResourceDefinition, error) { return apiextensions.Decode(raw) },
-			Pool:      r.opts.Budget,
+			Full: func() (*apiextensionsv1.CustomResourceDefinition, error) {
+				return apiextensions.Decode(schemaItem.Bytes())
+			},
+			Pool: r.opts.Budget,
 		})
 		if old != nil && old.FieldManagers != nil && old.Converter == e.conv && e.resSchemaRev == e.schemaRev &&
 			old.FieldManagers.Kind == e.res.FieldManagers.Kind {

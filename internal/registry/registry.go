@@ -41,8 +41,8 @@ type Index struct {
 	// CRDs is every stored CustomResourceDefinition, by name, without
 	// its schemas and managedFields (FullCRD decodes it whole).
 	CRDs map[string]*apiextensionsv1.CustomResourceDefinition
-	// raw are the stored CRDs as the watch cache holds them, by name.
-	raw map[string][]byte
+	// items are the stored CRDs as the watch cache holds them, by name.
+	items map[string]*store.Item
 	// CRDResources is the resource of each CRD whose resource is served,
 	// by CRD name.
 	CRDResources map[string]*resource.Resource
@@ -64,22 +64,22 @@ type Index struct {
 // the Index's CRDs lack their schemas. (An Index made by hand, as tests
 // make them, holds whole CRDs, which it returns as they are.)
 func (ix *Index) FullCRD(name string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	raw, ok := ix.raw[name]
+	it, ok := ix.items[name]
 	if !ok {
 		return ix.CRDs[name], nil
 	}
-	return apiextensions.Decode(raw)
+	return apiextensions.Decode(it.Bytes())
 }
 
 // CRDSource returns what decodes the CRD of a name whole, as stored now
 // (nil, nil once there is none): it holds the stored bytes, not the Index.
 func (ix *Index) CRDSource(name string) func() (*apiextensionsv1.CustomResourceDefinition, error) {
-	raw, ok := ix.raw[name]
+	it, ok := ix.items[name]
 	if !ok {
 		crd := ix.CRDs[name] // an Index made by hand holds whole CRDs
 		return func() (*apiextensionsv1.CustomResourceDefinition, error) { return crd, nil }
 	}
-	return func() (*apiextensionsv1.CustomResourceDefinition, error) { return apiextensions.Decode(raw) }
+	return func() (*apiextensionsv1.CustomResourceDefinition, error) { return apiextensions.Decode(it.Bytes()) }
 }
 
 // Lookup returns the resource and version a request path names.
@@ -156,10 +156,10 @@ type Registry struct {
 
 // crdEntry is what the registry derived from one CRD.
 type crdEntry struct {
-	// crd is the CRD without its schemas (apiextensions.DecodeSlim); raw
+	// crd is the CRD without its schemas (apiextensions.DecodeSlim); item
 	// is the whole CRD as the watch cache holds it.
-	crd *apiextensionsv1.CustomResourceDefinition
-	raw []byte
+	crd  *apiextensionsv1.CustomResourceDefinition
+	item *store.Item
 	// established: crd is Established.
 	established bool
 	res         *resource.Resource // nil while not served
@@ -167,12 +167,12 @@ type crdEntry struct {
 	resSchemaRev int64
 	// schemas are made once per CRD generation (and uid), and compiled
 	// when first needed; schemaRev is the revision of the CRD write that
-	// brought them, schemaRaw that write's CRD.
-	schemas   map[string]*crschema.Version
-	schemaGen int64
-	schemaUID types.UID
-	schemaRev int64
-	schemaRaw []byte
+	// brought them, schemaItem that write's CRD.
+	schemas    map[string]*crschema.Version
+	schemaGen  int64
+	schemaUID  types.UID
+	schemaRev  int64
+	schemaItem *store.Item
 	// conv converts between versions; kept while the schemas and
 	// spec.conversion stay the same, so that webhook clients and shared
 	// conversions survive status changes.
@@ -319,7 +319,7 @@ func (r *Registry) fullIndex() *Index {
 		byGVR:        make(map[schema.GroupVersionResource]served, 2*n+len(r.opts.Builtins)),
 		storage:      make(map[schema.GroupVersionResource]*resource.Resource, n+len(r.opts.Builtins)),
 		CRDs:         make(map[string]*apiextensionsv1.CustomResourceDefinition, n),
-		raw:          make(map[string][]byte, n),
+		items:        make(map[string]*store.Item, n),
 		CRDResources: make(map[string]*resource.Resource, n),
 		Established:  make(map[string]bool, n),
 		Discoverable: make(map[*resource.Resource]bool, n+len(r.opts.Builtins)),
@@ -344,7 +344,7 @@ func (r *Registry) patchedIndex(prev *Index, changed map[string]bool) *Index {
 		byGVR:        maps.Clone(prev.byGVR),
 		storage:      maps.Clone(prev.storage),
 		CRDs:         maps.Clone(prev.CRDs),
-		raw:          maps.Clone(prev.raw),
+		items:        maps.Clone(prev.items),
 		CRDResources: maps.Clone(prev.CRDResources),
 		Established:  maps.Clone(prev.Established),
 		Discoverable: maps.Clone(prev.Discoverable),
@@ -365,7 +365,7 @@ func (r *Registry) patchedIndex(prev *Index, changed map[string]bool) *Index {
 			delete(ix.Discoverable, res)
 		}
 		delete(ix.CRDs, name)
-		delete(ix.raw, name)
+		delete(ix.items, name)
 		delete(ix.CRDResources, name)
 		delete(ix.Established, name)
 		if e := r.defs[name]; e != nil {
@@ -380,7 +380,7 @@ func (r *Registry) patchedIndex(prev *Index, changed map[string]bool) *Index {
 // addCRD adds a CRD's entries.
 func (ix *Index) addCRD(name string, e *crdEntry) {
 	ix.CRDs[name] = e.crd
-	ix.raw[name] = e.raw
+	ix.items[name] = e.item
 	ix.Established[name] = e.established
 	group := e.crd.Spec.Group
 	at, _ := slices.BinarySearch(ix.Groups[group], name)

@@ -81,7 +81,7 @@ func TestPatchedIndexAsFull(t *testing.T) {
 			got, want any
 		}{
 			{"byGVR", got.byGVR, want.byGVR}, {"storage", got.storage, want.storage}, {"CRDs", got.CRDs, want.CRDs},
-			{"raw", got.raw, want.raw}, {"CRDResources", got.CRDResources, want.CRDResources},
+			{"items", got.items, want.items}, {"CRDResources", got.CRDResources, want.CRDResources},
 			{"Established", got.Established, want.Established}, {"Discoverable", got.Discoverable, want.Discoverable},
 			{"Builtin", got.Builtin, want.Builtin}, {"Groups", got.Groups, want.Groups}, {"Resources", got.Resources, want.Resources},
 		} {

@@ -63,7 +63,7 @@ func (c *call) get() {
 			c.fail(apierrors.NewInternalError(err))
 			return
 		}
-		c.respond(http.StatusOK, it.Raw)
+		c.respond(http.StatusOK, it.Bytes())
 		return
 	}
 	if rv > 0 {

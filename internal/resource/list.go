@@ -96,7 +96,7 @@ func (s *selection) matchItem(it *store.Item) bool {
 	if s.ls != nil && !s.ls.Matches(labels.Set(it.Labels)) {
 		return false
 	}
-	if s.fs != nil && !s.fs.Matches(itemFieldSet{it: it, raw: it.Raw, labels: s.labels}) {
+	if s.fs != nil && !s.fs.Matches(itemFieldSet{it: it, raw: it.Bytes(), labels: s.labels}) {
 		return false
 	}
 	return true
@@ -105,7 +105,7 @@ func (s *selection) matchItem(it *store.Item) bool {
 // matchServed matches a cached item on served, the object a client gets
 // of it.
 func (s *selection) matchServed(it *store.Item, served []byte) bool {
-	if sameBytes(served, it.Raw) {
+	if sameBytes(served, it.Raw) { // a packed item is never the same bytes
 		return s.matchItem(it)
 	}
 	if s.ls != nil && !s.ls.Matches(labels.Set(servedLabels(served))) {
@@ -313,7 +313,7 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 func cachedPage(l store.CachedList, sel *selection) *page {
 	p := &page{rev: l.Rev, next: l.Next, remaining: l.Remaining, items: make([][]byte, len(l.Items)), cached: l.Items}
 	for i, it := range l.Items {
-		p.items[i] = it.Raw
+		p.items[i] = it.Bytes()
 	}
 	if sel != nil {
 		p.remaining = -1
@@ -342,7 +342,7 @@ func (c *call) selectConverted(items []*store.Item, rev, limit int64, sel *selec
 				p.next = it.Key
 				return p, nil
 			}
-			p.items = append(p.items, it.Raw)
+			p.items = append(p.items, it.Bytes())
 			p.cached = append(p.cached, it)
 			p.served = append(p.served, served[j])
 		}
@@ -383,7 +383,7 @@ func (c *call) collectFromStore(start, end string, rev, limit int64, sel *select
 			// Matched on the objects as the client gets them.
 			raws := make([][]byte, len(items))
 			for i, it := range items {
-				raws[i] = it.Raw
+				raws[i] = it.Bytes()
 			}
 			if served, err = c.convert(raws); err != nil {
 				return nil, err
@@ -399,7 +399,7 @@ func (c *call) collectFromStore(start, end string, rev, limit int64, sel *select
 			case keep != nil && !keep(it):
 				continue
 			}
-			p.items = append(p.items, it.Raw)
+			p.items = append(p.items, it.Bytes())
 			if limit > 0 && int64(len(p.items)) >= limit {
 				if i < len(l.KVs)-1 || l.More {
 					p.next = l.KVs[i].Key + "\x00"

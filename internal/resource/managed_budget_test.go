@@ -32,7 +32,9 @@ func TestFieldManagersBuiltAgain(t *testing.T) {
 		t.Fatalf("after Release: %v, %d builds", err, builds)
 	}
 	other := &FieldManagers{Group: "g.io", Kind: "Other", Converter: conversion.None{}, Pool: pool,
-		TypeConverter: func() (managedfields.TypeConverter, int64, error) { return managedfields.NewDeducedTypeConverter(), 10, nil }}
+		TypeConverter: func() (managedfields.TypeConverter, int64, error) {
+			return managedfields.NewDeducedTypeConverter(), 10, nil
+		}}
 	if _, err := other.FieldManager("v1", ""); err != nil {
 		t.Fatal(err)
 	}

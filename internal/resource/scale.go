@@ -153,7 +153,7 @@ func (c *call) getScale() {
 		c.fail(c.storeError(err, c.info.Name))
 		return
 	}
-	c.respondScale(http.StatusOK, it.Raw)
+	c.respondScale(http.StatusOK, it.Bytes())
 }
 
 // updateScale answers PUT and PATCH of the scale subresource: the new

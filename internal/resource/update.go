@@ -116,12 +116,17 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 		h = hooks[0]
 	}
 	key := c.res.Key(c.namespace, name)
-	kv, _, err := c.h.Store.Get(c.ctx, key, 0)
+	kv, cached, err := c.current(key)
 	if err != nil {
 		return nil, c.storeError(err, name)
 	}
 	for {
-		cur, err := c.decodeStored(kv)
+		var cur *Object
+		if cached != nil {
+			cur, err = c.decodeItem(cached)
+		} else {
+			cur, err = c.decodeStored(kv)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +163,7 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 		if err != nil {
 			return nil, err
 		}
-		if bytes.Equal(data, kv.Value) {
+		if unchanged(data, kv, cached) {
 			return jsonraw.SetResourceVersion(data, kv.ModRevision)
 		}
 		if dry {
@@ -166,7 +171,7 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 		}
 		rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision, c.res.TTL)
 		if errors.Is(err, store.ErrConflict) {
-			kv = latest
+			kv, cached = latest, nil
 			continue
 		}
 		if err != nil {
@@ -189,6 +194,46 @@ type updateHooks struct {
 	ownAdmission bool
 	// validate runs after the strategy's validation.
 	validate func(next, cur *Object) error
+}
+
+// current returns the newest state of key: the cache's item (with a KV
+// without its Value) when this process is etcd's only writer and the cache
+// has every write made before the request already (it is not waited for:
+// while others write, etcd answers sooner); else what etcd holds. A write
+// from it is guarded by its revision either way.
+func (c *call) current(key string) (*store.KV, *store.Item, error) {
+	if c.res.Cache != nil && c.h.Store.OnlyWriter() {
+		if cur, err := c.h.Store.CurrentRevision(c.ctx); err == nil && c.res.Cache.Reaches(cur) {
+			if it, _ := c.res.Cache.Get(key); it != nil {
+				return &store.KV{Key: key, ModRevision: it.Rev}, it, nil
+			}
+		}
+	}
+	kv, _, err := c.h.Store.Get(c.ctx, key, 0)
+	return kv, nil, err
+}
+
+// unchanged reports whether data is what is stored: kv's value, or the
+// cached item's JSON (which has the revision in it).
+func unchanged(data []byte, kv *store.KV, cached *store.Item) bool {
+	if cached == nil {
+		return bytes.Equal(data, kv.Value)
+	}
+	withRV, err := jsonraw.SetResourceVersion(data, kv.ModRevision)
+	return err == nil && bytes.Equal(withRV, cached.Bytes())
+}
+
+// decodeItem decodes a cached object in the request's version.
+func (c *call) decodeItem(it *store.Item) (*Object, error) {
+	out, err := c.convertItems([]*store.Item{it})
+	if err != nil {
+		return nil, err
+	}
+	obj, err := DecodeObject(out[0])
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return obj, nil
 }
 
 // decodeStored decodes a stored object, in the request's version, with its

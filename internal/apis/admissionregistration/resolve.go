@@ -23,7 +23,7 @@ func Resolver(builtins func() []*resource.Resource, crds *store.Cache) func(sche
 		}
 		if crds != nil {
 			for _, it := range crds.List(store.ListOptions{}).Items {
-				crd, err := apiextensions.Decode(it.Raw)
+				crd, err := apiextensions.Decode(it.Bytes())
 				if err != nil || crd.Spec.Group != gvk.Group || crd.Spec.Names.Kind != gvk.Kind || !apiextensions.IsEstablished(crd) {
 					continue
 				}

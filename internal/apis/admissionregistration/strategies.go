@@ -204,7 +204,7 @@ func getPolicy[T any](c *store.Cache, prefix, name string) (*T, bool) {
 	if it == nil {
 		return nil, false
 	}
-	obj, err := resource.DecodeObject(it.Raw)
+	obj, err := resource.DecodeObject(it.Bytes())
 	if err != nil {
 		return nil, false
 	}

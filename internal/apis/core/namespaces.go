@@ -274,7 +274,7 @@ func (n NamespaceLifecycle) CheckCreate(ctx context.Context, gr schema.GroupReso
 		it = nil // the cache may not have seen the deletion yet
 	}
 	if it != nil {
-		raw = it.Raw
+		raw = it.Bytes()
 	} else {
 		kv, _, err := n.Store.Get(ctx, key, 0)
 		if errors.Is(err, store.ErrNotFound) {

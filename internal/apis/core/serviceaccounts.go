@@ -279,7 +279,7 @@ func (g ObjectGetter) get(ctx context.Context, res *resource.Resource, ns, name 
 	key := res.Key(ns, name)
 	var raw []byte
 	if it, _ := res.Cache.Get(key); it != nil {
-		raw = it.Raw
+		raw = it.Bytes()
 	} else {
 		kv, _, err := g.Store.Get(ctx, key, 0)
 		if errors.Is(err, store.ErrNotFound) {

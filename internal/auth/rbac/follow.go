@@ -16,12 +16,12 @@ func (s *Store) Follow(ctx context.Context, caches map[string]*store.Cache, log 
 		go store.Follow(ctx, c, func(items []*store.Item, _ int64) {
 			s.Reset(kind)
 			for _, it := range items {
-				if err := s.Set(kind, it.Raw, false); err != nil {
+				if err := s.Set(kind, it.Bytes(), false); err != nil {
 					log.Warn("rbac", "object", it.Key, "err", err)
 				}
 			}
 		}, func(ev store.Event) {
-			if err := s.Set(kind, ev.Item.Raw, ev.Type == store.Deleted); err != nil {
+			if err := s.Set(kind, ev.Item.Bytes(), ev.Type == store.Deleted); err != nil {
 				log.Warn("rbac", "object", ev.Item.Key, "err", err)
 			}
 		})

@@ -83,7 +83,7 @@ func (c *Aggregator) setLocked(it *store.Item, deleted bool) {
 		return
 	}
 	role := &rbacv1.ClusterRole{}
-	if err := json.Unmarshal(it.Raw, role); err != nil {
+	if err := json.Unmarshal(it.Bytes(), role); err != nil {
 		c.log.Warn("clusterrole aggregation", "role", it.Name, "err", err)
 		return
 	}

@@ -41,7 +41,8 @@ type Collector struct {
 	queue   controller.Queue
 
 	mu        sync.Mutex
-	following map[*store.Cache]context.CancelFunc
+	following map[*store.Cache]func()    // what stops observing each cache
+	ended     bool                       // the term is over: observe nothing more
 	crdCaches map[string]*store.Cache    // the followed cache of each CRD, by name
 	dependent map[string]map[string]bool // owner uid → dependent keys
 	items     map[string]*store.Item     // key → item, for objects with owners or GC finalizers
@@ -50,7 +51,7 @@ type Collector struct {
 // New returns the garbage collector; it writes through dyn.
 func New(reader controller.Reader, dyn dynamic.Interface, log *slog.Logger) *Collector {
 	return &Collector{reader: reader, dynamic: dyn, log: log, queue: controller.NewQueue("garbage-collector"),
-		following: map[*store.Cache]context.CancelFunc{}, dependent: map[string]map[string]bool{}, items: map[string]*store.Item{}}
+		following: map[*store.Cache]func(){}, dependent: map[string]map[string]bool{}, items: map[string]*store.Item{}}
 }
 
 // Name implements controller.Controller.
@@ -61,31 +62,51 @@ func (g *Collector) Name() string { return "garbage-collector" }
 func (g *Collector) Run(ctx context.Context) {
 	first := true
 	g.reader.Subscribe(func(ix *registry.Index) {
+		if ctx.Err() != nil {
+			return // a term that ended
+		}
 		if first || ix.Changed == nil {
 			first = false
-			g.followAll(ctx, ix)
+			g.followAll(ix)
 			return
 		}
-		g.followChanged(ctx, ix)
+		g.followChanged(ix)
 	})
 	controller.Work(ctx, g.Name(), g.queue, 2, g.log, g.process)
+	g.mu.Lock()
+	g.ended = true
+	var stop []func()
+	for c, end := range g.following {
+		stop = append(stop, end)
+		delete(g.following, c)
+	}
+	g.mu.Unlock()
+	for _, end := range stop {
+		end()
+	}
 }
 
 // followAll starts following new caches and stops following gone ones. It
 // runs under the registry lock: it must not block.
-func (g *Collector) followAll(ctx context.Context, ix *registry.Index) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	seen := map[*store.Cache]bool{}
+func (g *Collector) followAll(ix *registry.Index) {
+	want := map[*store.Cache]bool{}
 	for _, res := range ix.Resources {
-		if c := res.Cache; c != nil {
-			seen[c] = true
-			g.startLocked(ctx, c)
+		if res.Cache != nil {
+			want[res.Cache] = true
 		}
 	}
-	for c := range g.following {
-		if !seen[c] {
-			g.stopLocked(c)
+	var start []*store.Cache
+	var stop []func()
+	g.mu.Lock()
+	for c := range want {
+		if _, ok := g.following[c]; !ok {
+			start = append(start, c)
+		}
+	}
+	for c, end := range g.following {
+		if !want[c] {
+			stop = append(stop, end)
+			delete(g.following, c)
 		}
 	}
 	g.crdCaches = map[string]*store.Cache{}
@@ -94,13 +115,16 @@ func (g *Collector) followAll(ctx context.Context, ix *registry.Index) {
 			g.crdCaches[name] = res.Cache
 		}
 	}
+	g.mu.Unlock()
+	g.apply(start, stop)
 }
 
 // followChanged follows the caches of the CRDs that changed since the
 // last Index.
-func (g *Collector) followChanged(ctx context.Context, ix *registry.Index) {
+func (g *Collector) followChanged(ix *registry.Index) {
+	var start []*store.Cache
+	var stop []func()
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	for _, name := range ix.Changed {
 		var now *store.Cache
 		if res := ix.CRDResources[name]; res != nil {
@@ -111,44 +135,47 @@ func (g *Collector) followChanged(ctx context.Context, ix *registry.Index) {
 			continue
 		}
 		if before != nil {
-			g.stopLocked(before)
+			if end, ok := g.following[before]; ok {
+				stop = append(stop, end)
+				delete(g.following, before)
+			}
 			delete(g.crdCaches, name)
 		}
 		if now != nil {
-			g.startLocked(ctx, now)
+			if _, ok := g.following[now]; !ok {
+				start = append(start, now)
+			}
 			g.crdCaches[name] = now
 		}
 	}
+	g.mu.Unlock()
+	g.apply(start, stop)
 }
 
-// startLocked follows a cache, unless it is followed already.
-func (g *Collector) startLocked(ctx context.Context, c *store.Cache) {
-	if _, ok := g.following[c]; ok {
-		return
+// apply stops and starts observing caches. The observers run under a
+// cache's lock and take g.mu: a cache is observed without holding g.mu.
+func (g *Collector) apply(start []*store.Cache, stop []func()) {
+	for _, end := range stop {
+		end()
 	}
-	fctx, cancel := context.WithCancel(ctx)
-	g.following[c] = cancel
-	go store.FollowBuffered(fctx, c, followBuffer, func(items []*store.Item, _ int64) {
-		for _, it := range items {
-			g.observe(it, false)
+	for _, c := range start {
+		end := c.Observe(func(items []*store.Item, _ int64) {
+			for _, it := range items {
+				g.observe(it, false)
+			}
+		}, func(ev store.Event) {
+			g.observe(ev.Item, ev.Type == store.Deleted)
+		})
+		g.mu.Lock()
+		if g.ended {
+			g.mu.Unlock()
+			end()
+			continue
 		}
-	}, func(ev store.Event) {
-		g.observe(ev.Item, ev.Type == store.Deleted)
-	})
-}
-
-// stopLocked stops following a cache.
-func (g *Collector) stopLocked(c *store.Cache) {
-	if cancel, ok := g.following[c]; ok {
-		cancel()
-		delete(g.following, c)
+		g.following[c] = end
+		g.mu.Unlock()
 	}
 }
-
-// followBuffer is how far the collector may fall behind one resource's
-// changes before it reads that resource's whole state again: it follows
-// every resource, most of which change seldom.
-const followBuffer = 256
 
 // observe updates the index with one object and queues what it affects.
 func (g *Collector) observe(it *store.Item, deleted bool) {

@@ -89,7 +89,7 @@ func (c *Controller) sync(ctx context.Context, ns string) error {
 		}
 		return err
 	}
-	obj, err := resource.DecodeObject(cur.Raw)
+	obj, err := resource.DecodeObject(cur.Bytes())
 	if err != nil {
 		return err
 	}

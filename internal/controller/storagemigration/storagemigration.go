@@ -77,7 +77,7 @@ func (c *Controller) Name() string { return "storage-version-migration" }
 // Run implements controller.Controller.
 func (c *Controller) Run(ctx context.Context) {
 	check := func(it *store.Item) {
-		if m, err := decode(it.Raw); err == nil && !ended(m) {
+		if m, err := decode(it.Bytes()); err == nil && !ended(m) {
 			c.queue.Add(m.Name)
 		}
 	}
