@@ -494,7 +494,19 @@ func (c *Cache) closeAll(err error, final bool) {
 func (c *Cache) Reaches(rev int64) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.ready && !c.stopped && c.rev >= rev
+	return c.ready && !c.stopped && (c.rev >= rev || c.settledLocked(rev))
+}
+
+// settledLocked reports whether the cache has every change up to rev, a
+// revision the store answered, because this process makes every write and
+// the cache has applied the last one under its prefix, with none in
+// flight (see prefixWrites).
+func (c *Cache) settledLocked(rev int64) bool {
+	if c.store == nil || !c.store.onlyWriter || rev > c.store.newest.Load() {
+		return false
+	}
+	last, ok := c.store.prefixes.settled(c.prefix)
+	return ok && c.lastEv >= last
 }
 
 // WaitFresh waits until the cache has applied every change up to rev, for at
@@ -514,6 +526,9 @@ func (c *Cache) WaitFresh(ctx context.Context, rev int64) error {
 			return errors.New("watch cache stopped")
 		}
 		if ready && cur >= rev {
+			return nil
+		}
+		if ready && c.Reaches(rev) {
 			return nil
 		}
 		if ready && !asked && c.store != nil && stream != nil && stream.Err() == nil {

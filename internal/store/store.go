@@ -85,6 +85,9 @@ type Store struct {
 	newest     atomic.Int64
 	// stream is what the watch caches watch etcd on.
 	stream watchStream
+	// prefixes records the writes under each prefix, when this process
+	// is the only writer.
+	prefixes prefixWrites
 }
 
 // Transformer turns a value into what etcd stores for a key, and back:
@@ -241,7 +244,7 @@ func (s *Store) get(ctx context.Context, key string, opts ...clientv3.OpOption) 
 }
 
 // Create writes key only if it does not exist and returns the new revision.
-func (s *Store) Create(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error) {
+func (s *Store) Create(ctx context.Context, key string, value []byte, ttl time.Duration) (_ int64, err error) {
 	stored, err := s.toStorage(ctx, key, value)
 	if err != nil {
 		return 0, err
@@ -251,6 +254,10 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, ttl time.D
 		return 0, err
 	}
 	pw := s.writes.begin(ctx, key, value)
+	s.prefixes.begin(key, ttl > 0)
+	var rev int64
+	written := false
+	defer func() { s.prefixes.end(key, rev, written, err != nil && rev == 0 && !errors.Is(err, ErrExists)) }()
 	tries := 0
 	var resp *clientv3.TxnResponse
 	err = s.attempts(ctx, func(ctx context.Context) (err error) {
@@ -272,13 +279,16 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, ttl time.D
 		// A try that got no answer may have been the one that wrote it.
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; tries > 1 && len(kvs) > 0 && bytes.Equal(kvs[0].Value, stored) {
 			s.writes.done(ctx, key, pw, kvs[0].ModRevision)
-			return kvs[0].ModRevision, nil
+			rev, written = kvs[0].ModRevision, true
+			return rev, nil
 		}
 		s.writes.abort(key, pw)
-		return 0, ErrExists
+		err = ErrExists
+		return 0, err
 	}
 	s.writes.done(ctx, key, pw, resp.Header.Revision)
-	return resp.Header.Revision, nil
+	rev, written = resp.Header.Revision, true
+	return rev, nil
 }
 
 // put is the put of a stored value, on a lease when it has a TTL.
@@ -305,13 +315,16 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 		return 0, nil, err
 	}
 	pw := s.writes.begin(ctx, key, value)
+	s.prefixes.begin(key, ttl > 0)
 	rev, cur, err := s.guarded(ctx, key, expected, put, func(cur *mvccpb.KeyValue) bool {
 		return cur != nil && cur.ModRevision > expected && bytes.Equal(cur.Value, stored)
 	})
+	refused := errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound)
+	s.prefixes.end(key, rev, err == nil, err != nil && !refused)
 	switch {
 	case err == nil:
 		s.writes.done(ctx, key, pw, rev)
-	case errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound):
+	case refused:
 		s.writes.abort(key, pw)
 	}
 	return rev, cur, err
@@ -320,7 +333,11 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 // Delete removes key only if its mod revision is expected. It returns the
 // revision of the deletion; on ErrConflict the current value.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, *KV, error) {
-	return s.guarded(ctx, key, expected, clientv3.OpDelete(key), func(cur *mvccpb.KeyValue) bool { return cur == nil })
+	s.prefixes.begin(key, false)
+	rev, cur, err := s.guarded(ctx, key, expected, clientv3.OpDelete(key), func(cur *mvccpb.KeyValue) bool { return cur == nil })
+	refused := errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound)
+	s.prefixes.end(key, rev, err == nil, err != nil && !refused)
+	return rev, cur, err
 }
 
 // guarded runs op on key in a transaction that succeeds only if the key's

@@ -574,3 +574,48 @@ func TestLargeItemsPacked(t *testing.T) {
 		t.Fatal("a small item is packed")
 	}
 }
+
+// When the store is etcd's only writer, a cache no write went to since it
+// last applied one is up to date at the newest revision without an event;
+// one a write went to is only once it applied that write.
+func TestIdleCacheIsFresh(t *testing.T) {
+	s := startStore(t)
+	if !s.OnlyWriter() {
+		t.Skip("the embedded etcd's store is its only writer")
+	}
+	ctx := context.Background()
+	quiet := NewCache(s, "/quiet/", decodeTest, CacheOptions{}, slog.Default())
+	defer quiet.Stop()
+	busy := NewCache(s, "/busy/", decodeTest, CacheOptions{}, slog.Default())
+	defer busy.Stop()
+	for _, c := range []*Cache{quiet, busy} {
+		if err := c.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy.mu.Lock() // holds back the busy cache's events
+	rev, err := s.Create(ctx, "/busy/ns/a", obj("ns", "a", "red"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !quiet.Reaches(rev) {
+		t.Error("an idle cache does not reach the newest revision")
+	}
+	if busy.settledLocked(rev) {
+		t.Error("a cache that has not applied a write to it reaches past it")
+	}
+	busy.mu.Unlock()
+	if err := busy.WaitFresh(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	// Keys that expire by themselves: never known up to date without etcd.
+	if _, err := s.Create(ctx, "/quiet/ns/b", obj("ns", "b", "red"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.prefixes.settled("/quiet/"); ok {
+		t.Error("a prefix written with a TTL is settled")
+	}
+	if got := prefixesOf("/registry/g.io/widgets/ns/name"); !reflect.DeepEqual(got, []string{"/registry/", "/registry/g.io/", "/registry/g.io/widgets/"}) {
+		t.Errorf("prefixes %v", got)
+	}
+}

@@ -357,24 +357,23 @@ func (crdStrategy) BeforeDelete(_ context.Context, obj *resource.Object) (bool, 
 	if obj.Meta.DeletionTimestamp != nil {
 		return false, nil
 	}
-	crd, err := toCRD(obj)
-	if err != nil {
-		return false, apierrors.NewInternalError(err)
-	}
 	now := metav1.Now().Rfc3339Copy()
 	zero := int64(0)
-	crd.DeletionTimestamp = &now
-	crd.DeletionGracePeriodSeconds = &zero
-	if !apihelpers.CRDHasFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer) {
-		crd.Finalizers = append(crd.Finalizers, apiextensionsv1.CustomResourceCleanupFinalizer)
+	obj.Meta.DeletionTimestamp = &now
+	obj.Meta.DeletionGracePeriodSeconds = &zero
+	if !slices.Contains(obj.Meta.Finalizers, apiextensionsv1.CustomResourceCleanupFinalizer) {
+		obj.Meta.Finalizers = append(obj.Meta.Finalizers, apiextensionsv1.CustomResourceCleanupFinalizer)
 	}
+	// Only the status is decoded and written back, as the v1 type would:
+	// the object was stored through it.
+	crd := &apiextensionsv1.CustomResourceDefinition{Status: statusOf(obj)}
 	apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
 		Type:    apiextensionsv1.Terminating,
 		Status:  apiextensionsv1.ConditionTrue,
 		Reason:  "InstanceDeletionPending",
 		Message: "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
 	})
-	fromCRD(crd, obj)
+	setStatus(obj, crd.Status)
 	return true, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -187,6 +188,29 @@ func TestPreparationsAsTyped(t *testing.T) {
 		(crdStrategy{}).PrepareForUpdate(ctx, obj, oldObj)
 		if got, _ := obj.Encode(); !bytes.Equal(got, want) {
 			t.Errorf("%s: PrepareForUpdate:\n%.300s\nwant\n%.300s", crd.Name, got, want)
+		}
+		// Delete: marked, the cleanup finalizer added, Terminating.
+		obj, _ = resource.DecodeObject(written(t, crd))
+		obj.Meta.Finalizers = []string{"example.com/keep"}
+		if _, err := (crdStrategy{}).BeforeDelete(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		marked := obj.Meta.DeletionTimestamp
+		obj2, _ := resource.DecodeObject(written(t, crd))
+		obj2.Meta.Finalizers = []string{"example.com/keep"}
+		want = typed(obj2, func(c *apiextensionsv1.CustomResourceDefinition) {
+			zero := int64(0)
+			c.DeletionTimestamp, c.DeletionGracePeriodSeconds = marked, &zero
+			c.Finalizers = append(c.Finalizers, apiextensionsv1.CustomResourceCleanupFinalizer)
+			apihelpers.SetCRDCondition(c, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
+				Reason: "InstanceDeletionPending", Message: "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"})
+			// SetCRDCondition stamps its own time: take the one BeforeDelete set.
+			for i := range c.Status.Conditions {
+				c.Status.Conditions[i].LastTransitionTime = statusOf(obj).Conditions[i].LastTransitionTime
+			}
+		})
+		if got, _ := obj.Encode(); !bytes.Equal(got, want) {
+			t.Errorf("%s: BeforeDelete:\n%.300s\nwant\n%.300s", crd.Name, got, want)
 		}
 	}
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
 	"github.com/crdserver/crdserver/internal/controller"
 	"github.com/crdserver/crdserver/internal/registry"
+	"github.com/crdserver/crdserver/internal/resource"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 // Controller deletes the objects of deleted CRDs.
@@ -59,7 +61,7 @@ func (c *Controller) Run(ctx context.Context) {
 			}
 		}
 	})
-	controller.Work(ctx, c.Name(), c.queue, 2, c.log, c.sync)
+	controller.Work(ctx, c.Name(), c.queue, 4, c.log, c.sync)
 }
 
 // stuckAfter is how long objects may remain before the CRD says it could
@@ -70,40 +72,42 @@ const stuckAfter = time.Minute
 // sync takes one step of a CRD's cleanup: mark it, delete its objects, and
 // once none is left remove the finalizer. While objects remain (their own
 // finalizers, or a delete that is still going) the CRD is looked at again.
+// It works on the CRD as the Index has it, without its schemas (a write
+// from a stale copy is a conflict, and the CRD is looked at again); a CRD
+// that holds no object goes in one write.
 func (c *Controller) sync(ctx context.Context, name string) error {
 	crds := c.crds.ApiextensionsV1().CustomResourceDefinitions()
-	crd, err := crds.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	ix := c.reader.Index()
+	crd := ix.CRDs[name]
+	if crd == nil || crd.DeletionTimestamp == nil || !apihelpers.CRDHasFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	if crd.DeletionTimestamp == nil || !apihelpers.CRDHasFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer) {
-		return nil
+	crd = crd.DeepCopy()
+	res := ix.CRDResources[name]
+	servable := apiextensions.IsEstablished(crd) || apiextensions.Servable(crd)
+	if servable && res == nil {
+		return fmt.Errorf("the resource of CRD %s is not served yet", name)
 	}
 	term := apihelpers.FindCRDCondition(crd, apiextensionsv1.Terminating)
-	if term == nil || term.Status != apiextensionsv1.ConditionTrue || (term.Reason != "InstanceDeletionInProgress" && term.Reason != "InstanceDeletionCheck") {
+	inProgress := term != nil && term.Status == apiextensionsv1.ConditionTrue && (term.Reason == "InstanceDeletionInProgress" || term.Reason == "InstanceDeletionCheck")
+	if !inProgress && servable && !empty(ctx, res) {
 		apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
 			Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
 			Reason: "InstanceDeletionInProgress", Message: "CustomResource deletion is in progress",
 		})
+		var err error
 		if crd, err = crds.UpdateStatus(ctx, crd, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
 		term = apihelpers.FindCRDCondition(crd, apiextensionsv1.Terminating)
 	}
 	cond := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionFalse, Reason: "NeverEstablished", Message: "resource was never established"}
-	if apiextensions.IsEstablished(crd) || apiextensions.Servable(crd) {
-		res := c.reader.Index().CRDResources[name]
-		if res == nil {
-			return fmt.Errorf("the resource of CRD %s is not served yet", name)
-		}
+	if servable {
 		left, err := controller.DeleteAll(ctx, c.dynamic, res, "")
 		if err == nil && left == 0 {
 			cond = apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionFalse, Reason: "InstanceDeletionCompleted", Message: "removed all instances"}
 		} else {
-			if time.Since(term.LastTransitionTime.Time) > stuckAfter && term.Reason != "InstanceDeletionCheck" {
+			if term != nil && time.Since(term.LastTransitionTime.Time) > stuckAfter && term.Reason != "InstanceDeletionCheck" {
 				msg := fmt.Sprintf("could not confirm zero CustomResources remaining: %d remain", left)
 				if err != nil {
 					msg = fmt.Sprintf("could not confirm zero CustomResources remaining: %v", err)
@@ -125,4 +129,16 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return err
 	}
 	return nil
+}
+
+// empty reports whether a resource's cache holds no object once it has
+// every write made so far (an error or a wait too long: not known empty).
+func empty(ctx context.Context, res *resource.Resource) bool {
+	if res == nil || res.Cache == nil {
+		return false
+	}
+	if err := res.Cache.WaitReady(ctx); err != nil {
+		return false
+	}
+	return len(res.Cache.List(store.ListOptions{Limit: 1}).Items) == 0
 }
