@@ -177,8 +177,10 @@ func TestListResourceVersionSemantics(t *testing.T) {
 	if err != nil || len(paged.Items) != 2 {
 		t.Fatalf("limit+rv: %v %d", err, len(paged.Items))
 	}
-	// NotOlderThan and unset: the new state.
-	for _, o := range []metav1.ListOptions{{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}, {ResourceVersion: rv}, {}, {ResourceVersion: "0"}} {
+	// Unset: the new state; then NotOlderThan and "0" have it too (they
+	// may answer with any state not older than the one asked for, and
+	// the consistent list waited for the cache to have the write).
+	for _, o := range []metav1.ListOptions{{}, {ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}, {ResourceVersion: rv}, {ResourceVersion: "0"}} {
 		got, err := cts.List(e.ctx, o)
 		if err != nil || len(got.Items) != 3 {
 			t.Fatalf("%+v: %v %d", o, err, len(got.Items))

@@ -66,8 +66,8 @@ type ConversionOptions struct {
 	MaxObjectsPerCall int
 }
 
-// DefaultCRDMemoryBudget is the default Config.CRDMemoryBudget: 256 MiB.
-const DefaultCRDMemoryBudget = 256 << 20
+// DefaultCRDMemoryBudget is the default Config.CRDMemoryBudget: 160 MiB.
+const DefaultCRDMemoryBudget = 160 << 20
 
 // Config configures a server. The zero value, with DataDir set, runs an
 // embedded etcd and listens on a random loopback port.

@@ -22,6 +22,7 @@ import (
 // compression.
 func (s *Server) buildHandler() http.Handler {
 	metrics := filters.NewMetrics()
+	metrics.Registry.MustRegister(budgetCollectors(s.budget)...)
 	s.metrics = metrics
 	h := s.router(metrics)
 	authz := s.authorizer()

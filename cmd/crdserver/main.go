@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/crdserver/crdserver/server"
@@ -88,6 +89,7 @@ func run(args []string) error {
 		retryPeriod   = fs.Duration("leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the controller lease")
 		reqTimeout    = fs.Duration("request-timeout", 60*time.Second, "time after which a request other than a watch is ended with 504 (0: none)")
 		eventTTL      = fs.Duration("event-ttl", time.Hour, "how long an Event is kept after its last write")
+		crdBudget     = fs.String("crd-memory-budget", "160Mi", "bound on the memory of what is built for CRDs when a request first needs it (compiled schemas, CEL programs, type converters, OpenAPI documents); beyond it the least recently used are released and built again when needed (a quantity: 512Mi, 1Gi; 0: no bound)")
 		profile       = fs.Bool("profiling", true, "serve Go's profiles at /debug/pprof/ to clients allowed those non-resource URLs (cluster-admin)")
 		enforceCompat = fs.Bool("enforce-crd-compatibility", false, "refuse (422) every CRD change that breaks the deprecation policy or existing clients (default: Warning headers, and refusal only for CRDs annotated crdserver.io/enforce-compatibility: \"true\")")
 		encryption    = fs.String("encryption-provider-config", "", "Kubernetes EncryptionConfiguration file: the resources it names (Secrets, usually) are encrypted in etcd")
@@ -158,6 +160,13 @@ func run(args []string) error {
 	}
 	if *reqTimeout == 0 {
 		cfg.RequestTimeout = -1
+	}
+	budget, err := resource.ParseQuantity(*crdBudget)
+	if err != nil || budget.Sign() < 0 {
+		return fmt.Errorf("--crd-memory-budget %q: want a quantity such as 256Mi or 1Gi, or 0 for no bound", *crdBudget)
+	}
+	if cfg.CRDMemoryBudget = budget.Value(); cfg.CRDMemoryBudget == 0 {
+		cfg.CRDMemoryBudget = -1
 	}
 	if *profile {
 		cfg.Debug = profiling()

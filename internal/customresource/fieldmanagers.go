@@ -1,11 +1,14 @@
 package customresource
 
 import (
+	"fmt"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/crdserver/crdserver/internal/budget"
 	"github.com/crdserver/crdserver/internal/conversion"
@@ -13,35 +16,36 @@ import (
 	"github.com/crdserver/crdserver/internal/schema"
 )
 
-// fieldManagers are the field managers of a CRD's objects:
-// the type converter is built from the CRD's OpenAPI (Kubernetes' builder),
-// as kube-apiserver builds it for server-side apply, from the whole CRD
-// that full decodes, when first needed, and held in pool.
-func fieldManagers(crd *apiextensionsv1.CustomResourceDefinition, full func() (*apiextensionsv1.CustomResourceDefinition, error), pool *budget.Pool, conv conversion.Converter, schemas map[string]*schema.Version, status map[string]bool) *resource.FieldManagers {
+// fieldManagers are the field managers of a CRD's objects: the type
+// converter of each version is built from that version's OpenAPI
+// (Kubernetes' builder), as kube-apiserver builds it for server-side apply,
+// when an object of that version is first typed, and held in pool.
+// versions gives the CRD with one version's schema.
+func fieldManagers(crd *apiextensionsv1.CustomResourceDefinition, versions func(string) func() (*apiextensionsv1.CustomResourceDefinition, error), pool *budget.Pool, conv conversion.Converter, schemas map[string]*schema.Version, status map[string]bool) *resource.FieldManagers {
 	group := crd.Spec.Group
+	tc := &versionedTypeConverter{group: group, versions: map[string]*budget.Value[managedfields.TypeConverter]{}}
+	preserve := crd.Spec.PreserveUnknownFields
+	for _, v := range crd.Spec.Versions {
+		source := versions(v.Name)
+		tc.versions[v.Name] = budget.NewValue(pool, func() (managedfields.TypeConverter, int64, error) {
+			crd, err := source()
+			if err != nil {
+				return nil, 0, err
+			}
+			doc, err := builder.BuildOpenAPIV3(crd, v.Name, builder.Options{})
+			if err != nil {
+				return nil, 0, err
+			}
+			c, err := managedfields.NewTypeConverter(doc.Components.Schemas, preserve)
+			return c, typeConverterCost(doc.Components.Schemas), err
+		})
+	}
 	return &resource.FieldManagers{
 		Group: group,
 		Kind:  crd.Status.AcceptedNames.Kind,
 		Pool:  pool,
 		TypeConverter: func() (managedfields.TypeConverter, int64, error) {
-			crd, err := full()
-			if err != nil {
-				return nil, 0, err
-			}
-			var specs []*spec3.OpenAPI
-			for _, v := range crd.Spec.Versions {
-				s, err := builder.BuildOpenAPIV3(crd, v.Name, builder.Options{})
-				if err != nil {
-					return nil, 0, err
-				}
-				specs = append(specs, s)
-			}
-			merged, err := builder.MergeSpecsV3(specs...)
-			if err != nil {
-				return nil, 0, err
-			}
-			tc, err := managedfields.NewTypeConverter(merged.Components.Schemas, crd.Spec.PreserveUnknownFields)
-			return tc, typeConverterCost(merged.Components.Schemas), err
+			return tc, 0, nil
 		},
 		Converter: conv,
 		Default: func(obj map[string]any) {
@@ -58,6 +62,34 @@ func fieldManagers(crd *apiextensionsv1.CustomResourceDefinition, full func() (*
 			return []string{"status"}
 		},
 	}
+}
+
+// versionedTypeConverter types an object with the type converter of its
+// version, built when first needed (a CRD's versions are typed apart:
+// each version's converter is what the converter of all of them would
+// use for it).
+type versionedTypeConverter struct {
+	group    string
+	versions map[string]*budget.Value[managedfields.TypeConverter]
+}
+
+func (v *versionedTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	tc := v.versions[gvk.Version]
+	if gvk.Group != v.group || tc == nil {
+		return nil, fmt.Errorf("no type converter for %v", gvk)
+	}
+	c, err := tc.Get()
+	if err != nil {
+		return nil, err
+	}
+	return c.ObjectToTyped(obj, opts...)
+}
+
+// TypedToObject needs no schema: any converter turns a typed value back
+// into an object the same way.
+func (v *versionedTypeConverter) TypedToObject(value *typed.TypedValue) (runtime.Object, error) {
+	return managedfields.NewDeducedTypeConverter().TypedToObject(value)
 }
 
 // typeConverterBytesPerNode is the estimated bytes of a type converter

@@ -31,6 +31,9 @@ type Built struct {
 	Converter conversion.Converter
 	Schemas   map[string]*schema.Version
 	Full      func() (*apiextensionsv1.CustomResourceDefinition, error)
+	// Version gives the CRD with one version's schema only (nil: from
+	// Full).
+	Version func(version string) func() (*apiextensionsv1.CustomResourceDefinition, error)
 	Pool      *budget.Pool
 }
 
@@ -44,6 +47,10 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, b Built) *resource.Resou
 	if full == nil {
 		whole := crd.DeepCopy()
 		full = func() (*apiextensionsv1.CustomResourceDefinition, error) { return whole, nil }
+	}
+	versions := b.Version
+	if versions == nil {
+		versions = func(string) func() (*apiextensionsv1.CustomResourceDefinition, error) { return full }
 	}
 	names := crd.Status.AcceptedNames
 	var served []string
@@ -82,7 +89,7 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, b Built) *resource.Resou
 		Strategy:       newStrategy(crd, cache, conv, storage, status, schemas, scales),
 		Converter:      conv,
 		Table:          newTable(crd),
-		FieldManagers:  fieldManagers(crd, full, b.Pool, conv, schemas, status),
+		FieldManagers:  fieldManagers(crd, versions, b.Pool, conv, schemas, status),
 		Terminating:    crd.DeletionTimestamp != nil || apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating),
 		Verbs:          resource.DefaultVerbs,
 	}

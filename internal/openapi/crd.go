@@ -41,8 +41,10 @@ type crdDocs struct {
 }
 
 // newCRDDocs makes the documents of crd, which may lack its schemas: full
-// gives the whole CRD when a document is built.
-func newCRDDocs(crd *apiextensionsv1.CustomResourceDefinition, full func() (*apiextensionsv1.CustomResourceDefinition, error), pool *budget.Pool) *crdDocs {
+// gives the whole CRD when a document is built, version the CRD with the
+// schema of one version (a v3 document needs no other).
+func newCRDDocs(crd *apiextensionsv1.CustomResourceDefinition, full func() (*apiextensionsv1.CustomResourceDefinition, error),
+	version map[string]func() (*apiextensionsv1.CustomResourceDefinition, error), pool *budget.Pool) *crdDocs {
 	d := &crdDocs{
 		group:      crd.Spec.Group,
 		uid:        crd.UID,
@@ -56,8 +58,9 @@ func newCRDDocs(crd *apiextensionsv1.CustomResourceDefinition, full func() (*api
 			continue
 		}
 		served = append(served, v.Name)
+		source := version[v.Name]
 		d.v3[v.Name] = budget.NewValue(pool, func() (*spec3.OpenAPI, int64, error) {
-			crd, err := full()
+			crd, err := source()
 			if err != nil {
 				return nil, 0, err
 			}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/cached"
@@ -199,7 +201,11 @@ func (p *Publisher) apply(ix *registry.Index) {
 			if d := p.crds[name]; d != nil && d.uid == crd.UID && d.generation == crd.Generation {
 				docs[name] = d
 			} else {
-				docs[name] = newCRDDocs(crd, ix.CRDSource(name), p.pool)
+				versions := map[string]func() (*apiextensionsv1.CustomResourceDefinition, error){}
+				for _, v := range crd.Spec.Versions {
+					versions[v.Name] = ix.VersionSource(name, v.Name)
+				}
+				docs[name] = newCRDDocs(crd, ix.CRDSource(name), versions, p.pool)
 			}
 		}
 	}
@@ -262,22 +268,44 @@ func (p *Publisher) v3Documents(old *ownDocs, docs map[string]*crdDocs, names []
 				}
 				specs = append(specs, doc)
 			}
-			for _, v := range values {
-				doc, err := v.Get()
-				if err != nil {
-					// Left out, as kube-apiserver leaves out a CRD whose
-					// document it cannot build.
-					slog.Warn("openapi: leaving a document out", "err", err)
-					continue
-				}
-				specs = append(specs, doc)
-			}
+			specs = append(specs, buildAll(values)...)
 			merged, err := builder.MergeSpecsV3(specs...)
 			if err != nil {
 				return nil, err
 			}
 			return json.Marshal(merged)
 		}, handler3.ToV3ProtoBinary)
+	}
+	return out
+}
+
+// buildAll gets the documents of values, built on every CPU at once; one
+// that cannot be built is left out, as kube-apiserver leaves out a CRD
+// whose document it cannot build.
+func buildAll[T any](values []*budget.Value[T]) []T {
+	docs := make([]T, len(values))
+	ok := make([]bool, len(values))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, v := range values {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			doc, err := v.Get()
+			if err != nil {
+				slog.Warn("openapi: leaving a document out", "err", err)
+				return
+			}
+			docs[i], ok[i] = doc, true
+		}()
+	}
+	wg.Wait()
+	out := docs[:0]
+	for i, d := range docs {
+		if ok[i] {
+			out = append(out, d)
+		}
 	}
 	return out
 }
@@ -303,16 +331,7 @@ func (p *Publisher) v2Document(docs map[string]*crdDocs, names []string) *served
 		if err != nil {
 			return nil, err
 		}
-		specs := make([]*spec.Swagger, 0, len(values))
-		for _, v := range values {
-			doc, err := v.Get()
-			if err != nil {
-				slog.Warn("openapi: leaving a document out", "err", err)
-				continue
-			}
-			specs = append(specs, doc)
-		}
-		merged, err := builder.MergeSpecs(base, specs...)
+		merged, err := builder.MergeSpecs(base, buildAll(values)...)
 		if err != nil {
 			return nil, err
 		}

@@ -82,6 +82,36 @@ func (ix *Index) CRDSource(name string) func() (*apiextensionsv1.CustomResourceD
 	return func() (*apiextensionsv1.CustomResourceDefinition, error) { return apiextensions.Decode(it.Bytes()) }
 }
 
+// VersionSource returns what decodes the CRD of a name with the schema of
+// one version only (the others have none): what a document of that version
+// is built from, without decoding the other versions' schemas.
+func (ix *Index) VersionSource(name, version string) func() (*apiextensionsv1.CustomResourceDefinition, error) {
+	slim := ix.CRDs[name]
+	it, ok := ix.items[name]
+	if !ok {
+		return func() (*apiextensionsv1.CustomResourceDefinition, error) { return slim, nil }
+	}
+	return versionSource(slim, it, version)
+}
+
+// versionSource decodes the CRD of item with the schema of one version
+// only, slim being the rest of it (apiextensions.DecodeSlim).
+func versionSource(slim *apiextensionsv1.CustomResourceDefinition, it *store.Item, version string) func() (*apiextensionsv1.CustomResourceDefinition, error) {
+	return func() (*apiextensionsv1.CustomResourceDefinition, error) {
+		val, _, err := apiextensions.VersionSchema(it.Bytes(), version)
+		if err != nil {
+			return nil, err
+		}
+		crd := slim.DeepCopy()
+		for i := range crd.Spec.Versions {
+			if crd.Spec.Versions[i].Name == version {
+				crd.Spec.Versions[i].Schema = val
+			}
+		}
+		return crd, nil
+	}
+}
+
 // Lookup returns the resource and version a request path names.
 func (ix *Index) Lookup(group, ver, plural string) (*resource.Resource, *resource.Version) {
 	s, ok := ix.byGVR[schema.GroupVersionResource{Group: group, Version: ver, Resource: plural}]

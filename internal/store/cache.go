@@ -436,10 +436,9 @@ func replacedBytes(ev Event) int {
 }
 
 // initialHistory is the size a cache's history ring starts at: a server
-// holds a cache per resource, most of which see few changes, and a ring of
-// the full CacheOptions.History events each (10,000 × 32 bytes) was a
-// third of an idle server's heap.
-const initialHistory = 64
+// has a cache per resource, a platform's thousands of CRDs a cache each,
+// most of which see a few events; the ring doubles as events come.
+const initialHistory = 8
 
 // growHistory doubles the history ring (at most to opts.History), keeping
 // its events in order from index 0.

@@ -530,6 +530,7 @@ func runCRDs(args []string) error {
 		v2          = fs.Bool("openapi-v2", true, "fetch /openapi/v2 once, after the first requests")
 		watches     = fs.Int("watches", 20, "custom resource watches kept open through the re-apply")
 		reapply     = fs.Bool("reapply", true, "re-apply every CRD with a changed description")
+		deleteAll   = fs.Bool("delete", true, "delete every CRD at the end (false: leave them installed)")
 		kubectl     = fs.String("kubectl", "", "kubectl to run api-resources, explain and create with (empty: none)")
 		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig for kubectl")
 		jsonOut     = fs.String("json", "", "write the results as JSON to this file")
@@ -554,7 +555,7 @@ func runCRDs(args []string) error {
 	r := &crdsResult{Server: l.base, Corpus: *corpus, CRDs: len(crds), Concurrency: *conc, Load: loadavg(), SettleSec: settle.Seconds()}
 	err = r.run(l, crds, crdsOptions{
 		conc: *conc, settle: *settle, timeout: *timeout, first: *first, discoveries: *discoveries, openapiGVs: *openapiGVs,
-		v2: *v2, watches: *watches, reapply: *reapply, kubectl: *kubectl, kubeconfig: *kubeconfig, rss: rssPIDs,
+		v2: *v2, watches: *watches, reapply: *reapply, deleteAll: *deleteAll, kubectl: *kubectl, kubeconfig: *kubeconfig, rss: rssPIDs,
 	})
 	if err != nil {
 		r.Error = err.Error()
@@ -577,7 +578,7 @@ type crdsOptions struct {
 	openapiGVs          int
 	v2                  bool
 	watches             int
-	reapply             bool
+	reapply, deleteAll  bool
 	kubectl, kubeconfig string
 	rss                 namedPIDs
 }
@@ -723,6 +724,9 @@ func (r *crdsResult) run(l *loader, crds []corpusCRD, o crdsOptions) error {
 	}
 
 	// Delete.
+	if !o.deleteAll {
+		return nil
+	}
 	fmt.Fprintf(os.Stderr, "crds: deleting %d CRDs\n", len(crds))
 	t0 = time.Now()
 	r.DeleteErrors, r.DeleteFailure = each(crds, o.conc, func(_ int, c corpusCRD) *failure {
