@@ -34,7 +34,7 @@ type Built struct {
 	// Version gives the CRD with one version's schema only (nil: from
 	// Full).
 	Version func(version string) func() (*apiextensionsv1.CustomResourceDefinition, error)
-	Pool      *budget.Pool
+	Pool    *budget.Pool
 }
 
 // New builds the serving definition of a CRD's resource: its served
