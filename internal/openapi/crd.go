@@ -36,8 +36,9 @@ type crdDocs struct {
 	generation int64
 	// v3 is one document per served version.
 	v3 map[string]*budget.Value[*spec3.OpenAPI]
-	// v2 is one document for every served version.
-	v2 *budget.Value[*spec.Swagger]
+	// v2 is one document for every served version, encoded and
+	// compressed (packPiece).
+	v2 *budget.Value[[]byte]
 }
 
 // newCRDDocs makes the documents of crd, which may lack its schemas: full
@@ -71,7 +72,7 @@ func newCRDDocs(crd *apiextensionsv1.CustomResourceDefinition, full func() (*api
 			return doc, schemasCost(doc.Components.Schemas), nil
 		})
 	}
-	d.v2 = budget.NewValue(pool, func() (*spec.Swagger, int64, error) {
+	d.v2 = budget.NewValue(pool, func() ([]byte, int64, error) {
 		crd, err := full()
 		if err != nil {
 			return nil, 0, err
@@ -89,7 +90,8 @@ func newCRDDocs(crd *apiextensionsv1.CustomResourceDefinition, full func() (*api
 				return nil, 0, fmt.Errorf("CustomResourceDefinition %s: %w", name, err)
 			}
 		}
-		return merged, definitionsCost(merged.Definitions), nil
+		packed, err := packPiece(merged)
+		return packed, int64(len(packed)), err
 	})
 	return d
 }
@@ -111,16 +113,6 @@ func schemasCost(defs map[string]*spec.Schema) int64 {
 	n := 0
 	for _, s := range defs {
 		n += countSchema(s)
-	}
-	return int64(n) * schemaBytesPerNode
-}
-
-// definitionsCost estimates the bytes of a v2 document's definitions.
-func definitionsCost(defs spec.Definitions) int64 {
-	n := 0
-	for k := range defs {
-		s := defs[k]
-		n += countSchema(&s)
 	}
 	return int64(n) * schemaBytesPerNode
 }

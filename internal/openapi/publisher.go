@@ -319,9 +319,9 @@ func builtinKey(builtin cached.Value[*spec3.OpenAPI], path string) string {
 }
 
 // v2Document is the built-in v2 document with the CRDs' documents merged
-// in (the built-in one wins any conflict).
+// in (the built-in one wins any conflict; see mergeV2JSON).
 func (p *Publisher) v2Document(docs map[string]*crdDocs, names []string) *servedDoc {
-	values := make([]*budget.Value[*spec.Swagger], 0, len(names))
+	values := make([]*budget.Value[[]byte], 0, len(names))
 	for _, name := range names {
 		values = append(values, docs[name].v2)
 	}
@@ -331,11 +331,18 @@ func (p *Publisher) v2Document(docs map[string]*crdDocs, names []string) *served
 		if err != nil {
 			return nil, err
 		}
-		merged, err := builder.MergeSpecs(base, buildAll(values)...)
+		pieces := buildAll(values)
+		if len(pieces) == 0 {
+			return base.MarshalJSON()
+		}
+		staticJSON, err := base.MarshalJSON()
 		if err != nil {
 			return nil, err
 		}
-		return merged.MarshalJSON()
+		if out, ok, err := mergeV2JSON(staticJSON, pieces); ok || err != nil {
+			return out, err
+		}
+		return mergeV2Specs(base, pieces)
 	}, handler.ToProtoBinary)
 }
 
