@@ -346,7 +346,6 @@ func u(t *testing.T, target string) *url.URL {
 	return parsed
 }
 
-
 // A CRD's documents are made of its spec: a change of its status or
 // metadata (a new resourceVersion, the same generation) keeps their hash
 // and builds nothing again.
