@@ -25,7 +25,8 @@ import (
 // spec objects by MergeSpecs itself (TestV2AsMergeSpecs compares the two).
 
 var (
-	pieceEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	pieceEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(256<<10))
 	pieceDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
 )
 

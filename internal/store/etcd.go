@@ -73,9 +73,9 @@ func startEmbedded(ctx context.Context, dir string, noFsync bool) (*Embedded, er
 	// after it for slow followers: by default 10,000 and 5,000 writes,
 	// some 15 MiB of memory with 1-KiB objects, and gigabytes with large
 	// CRDs (a provider's are 30-400 KiB each). A single embedded member
-	// has no followers: a snapshot every 250 writes, 50 entries kept.
-	cfg.SnapshotCount = 250
-	cfg.SnapshotCatchUpEntries = 50
+	// has no followers: a snapshot every 100 writes, 20 entries kept.
+	cfg.SnapshotCount = 100
+	cfg.SnapshotCatchUpEntries = 20
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -24,7 +24,10 @@ var (
 func codecs() (*zstd.Encoder, *zstd.Decoder) {
 	packOnce.Do(func() {
 		var err error
-		if packer, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true)); err != nil {
+		// A window of 256 KiB: the encoder's state is a few times its
+		// window, held for the life of the process.
+		if packer, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+			zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(256<<10)); err != nil {
 			panic(err)
 		}
 		if unpacker, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderLowmem(true)); err != nil {

@@ -849,7 +849,7 @@ func (r *crdsResult) runKubectl(o crdsOptions, crds []corpusCRD) {
 	defer os.RemoveAll(cache)
 	for _, args := range [][]string{
 		{"api-resources", "--api-group", c.Group},
-		{"explain", c.Plural + "." + c.Group + ".spec.forProvider", "--api-version", c.Group + "/" + c.Version},
+		{"explain", c.Plural + ".spec.forProvider", "--api-version", c.Group + "/" + c.Version},
 		{"create", "-f", tmp.Name()},
 		{"get", c.Plural + "." + c.Group, "-A"},
 		{"delete", "-f", tmp.Name()},

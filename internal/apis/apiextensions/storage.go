@@ -60,7 +60,7 @@ func NewCRDStorage() *CRDStorage {
 }
 
 // maxRememberedBytes bounds the bytes of the CRDs a CRDStorage remembers.
-const maxRememberedBytes = 4 << 20
+const maxRememberedBytes = 2 << 20
 
 // remember records what stored reads as, at key.
 func (s *CRDStorage) remember(key string, stored, v1 []byte) {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -22,7 +23,7 @@ func written(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) []byte
 	t.Helper()
 	crd = crd.DeepCopy()
 	crd.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
-	crd.UID, crd.CreationTimestamp = "8f1c5b0e-0000-4000-8000-000000000001", metav1.Now().Rfc3339Copy()
+	crd.UID, crd.CreationTimestamp = "8f1c5b0e-0000-4000-8000-000000000001", metav1.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	raw, err := json.Marshal(crd)
 	if err != nil {
 		t.Fatal(err)
