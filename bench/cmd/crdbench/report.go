@@ -316,6 +316,8 @@ func runReport(args []string) error {
 	coreFails = append(coreFails, admissionReport(*dir, p)...)
 	// The paths of the performance issue (paths-*.json), if measured.
 	coreFails = append(coreFails, pathsReport(*dir, p)...)
+	// Thousands of CRDs (crds-*.json), if measured.
+	coreFails = append(coreFails, crdsReport(*dir, p)...)
 	// In-process benchmarks (gobench.txt), if run.
 	goTargets, goFails := goBenchReport(*dir, p)
 
