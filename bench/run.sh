@@ -43,6 +43,8 @@
 #      configuration in turn (no admission, 1 and 10 bound ValidatingAdmissionPolicies, one validating
 #      webhook served by crdbench on loopback), the objects deleted after each; on the kube reference
 #      its policies, bindings, webhook configuration, namespace and CRD are deleted again;
+#   5d. thousands of CRDs (CRDS=0 skips it): bench/crds.sh (its own header says what it runs; CRDS_ROUNDS,
+#      CRDS_KUBE_N, CORPUS), with results in bench/results/crds-*.json;
 #   6. crdbench report -> bench/RESULTS.md.
 #
 # Environment: N (1000), LOAD_ROUNDS (3), LIST_N (10000), LISTS (5), CONC (8), STARTS (5), REF_STARTS (3),
@@ -90,6 +92,7 @@ ADMISSION="${ADMISSION:-1}"
 ADMISSION_N="${ADMISSION_N:-2000}"
 ADMISSION_ROUNDS="${ADMISSION_ROUNDS:-3}"
 PATHS="${PATHS:-1}"
+CRDS="${CRDS:-1}"
 PATHS_ROUNDS="${PATHS_ROUNDS:-3}"
 PATHS_N="${PATHS_N:-10000}"
 PATHS_WATCHERS="${PATHS_WATCHERS:-200,1000}"
@@ -666,6 +669,13 @@ if [[ $ADMISSION != 0 ]]; then
     KUBE_ADM_STATE="could not be started: $(tail -n 3 "$WORK/start-kube.err" | tr '\n' ' ')"
     extra "- kube reference (admission): ./start-kube.sh failed: $(tail -n 3 "$WORK/start-kube.err" | tr '\n' ' ')"
   fi
+fi
+
+# 5d. Thousands of CRDs (CRDS=0 skips it): bench/crds.sh, crdbench crds with a real
+#     provider's CRDs on crdserver and, for the first CRDS_KUBE_N, on the kube reference.
+if [[ $CRDS != 0 ]]; then
+  log "thousands of CRDs (bench/crds.sh)"
+  REF="$REF" OUT="$OUT" CB="$CB" SERVER="$WORK/crdserver" run "$HERE/crds.sh" || log "bench/crds.sh had failures"
 fi
 
 # 6. Notes and report.
