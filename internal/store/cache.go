@@ -148,21 +148,15 @@ func (c *Cache) run(ctx context.Context) {
 	backoff := newBackoff()
 	rev, loaded := int64(0), false
 	for ctx.Err() == nil {
-		if !loaded {
-			var err error
-			if rev, err = c.load(ctx); err != nil {
-				if ctx.Err() == nil {
-					c.log.Warn("watch cache: list failed", "prefix", c.prefix, "err", err)
-					backoff.wait(ctx)
-				}
-				continue
-			}
-			loaded = true
-			backoff.reset()
-		}
-		err := c.follow(ctx, rev, backoff.reset)
+		listed, err := c.follow(ctx, rev, backoff.reset, !loaded)
+		loaded = loaded || listed
 		if ctx.Err() != nil {
 			return
+		}
+		if !loaded {
+			c.log.Warn("watch cache: list failed", "prefix", c.prefix, "err", err)
+			backoff.wait(ctx)
+			continue
 		}
 		rev = c.Revision()
 		c.mu.RLock()
@@ -272,10 +266,16 @@ func (c *Cache) setRevLocked(rev int64) {
 }
 
 // follow applies the etcd watch from rev+1 until it fails; progress is
-// called whenever the watch delivers something. The watch is on the
+// called whenever the watch delivers something. With load, the cache has
+// no state yet: the watch starts at etcd's newest revision and the state
+// is loaded once it is created, from a list at that revision or later
+// (events the list holds already are skipped), and follow reports that it
+// loaded it. (A watch from an older revision makes etcd read the values
+// written since back from its database: with a thousand CRDs created in a
+// row, every CRD's, and their pages stay resident.) The watch is on the
 // store's shared stream (watchStream), which gives up a stalled stream
 // for every cache at once.
-func (c *Cache) follow(ctx context.Context, rev int64, progress func()) error {
+func (c *Cache) follow(ctx context.Context, rev int64, progress func(), load bool) (bool, error) {
 	stream := &c.store.stream
 	wctx, cancel, done := stream.open(ctx)
 	defer done()
@@ -283,29 +283,50 @@ func (c *Cache) follow(ctx context.Context, rev int64, progress func()) error {
 	c.followCancel = cancel
 	c.streamCtx = wctx
 	c.mu.Unlock()
-	wch := c.store.cli.Watch(wctx, c.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1),
-		clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify()}
+	if load {
+		opts = append(opts, clientv3.WithCreatedNotify())
+	} else {
+		opts = append(opts, clientv3.WithRev(rev+1))
+	}
+	wch := c.store.cli.Watch(wctx, c.prefix, opts...)
 	tick := time.NewTicker(c.opts.BookmarkInterval)
 	defer tick.Stop()
+	listed := false
+	var skip int64 // events up to the list's revision are in it
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return listed, ctx.Err()
 		case <-tick.C:
-			c.bookmark()
+			if !load || listed {
+				c.bookmark()
+			}
 		case resp, ok := <-wch:
 			stream.heardNow()
 			if !ok {
 				if wctx.Err() != nil && ctx.Err() == nil {
-					return errors.New("watch interrupted")
+					return listed, errors.New("watch interrupted")
 				}
-				return errors.New("watch channel closed")
+				return listed, errors.New("watch channel closed")
 			}
 			if err := resp.Err(); err != nil {
-				return interpret(err)
+				return listed, interpret(err)
 			}
 			if resp.CompactRevision > 0 {
-				return ErrCompacted
+				return listed, ErrCompacted
+			}
+			if load && !listed {
+				if !resp.Created {
+					continue
+				}
+				r, err := c.load(ctx)
+				if err != nil {
+					return false, err
+				}
+				listed, skip = true, r
+				progress()
+				continue
 			}
 			progress()
 			if resp.IsProgressNotify() {
@@ -314,7 +335,13 @@ func (c *Cache) follow(ctx context.Context, rev int64, progress func()) error {
 				c.mu.Unlock()
 				continue
 			}
-			c.apply(resp.Events)
+			evs := resp.Events
+			for len(evs) > 0 && evs[0].Kv.ModRevision <= skip {
+				evs = evs[1:]
+			}
+			if len(evs) > 0 {
+				c.apply(evs)
+			}
 		}
 	}
 }
