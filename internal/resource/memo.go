@@ -21,15 +21,15 @@ func withMemo(ctx context.Context) context.Context {
 	return context.WithValue(ctx, memoKey{}, &requestMemo{m: map[any]any{}})
 }
 
-// Memo returns what make makes for key, made once in the request of ctx
+// Memo returns what build makes for key, made once in the request of ctx
 // (a ctx of the engine's); outside a request it is made every call. The
 // key must identify what the value is derived from as it is then: a
 // strategy keys it by the object and its content map, which its own
 // preparation replaces when it changes the object.
-func Memo[T any](ctx context.Context, key any, make func() T) T {
+func Memo[T any](ctx context.Context, key any, build func() T) T {
 	rm, _ := ctx.Value(memoKey{}).(*requestMemo)
 	if rm == nil {
-		return make()
+		return build()
 	}
 	rm.mu.Lock()
 	v, ok := rm.m[key]
@@ -37,7 +37,7 @@ func Memo[T any](ctx context.Context, key any, make func() T) T {
 	if ok {
 		return v.(T)
 	}
-	made := make()
+	made := build()
 	rm.mu.Lock()
 	rm.m[key] = made
 	rm.mu.Unlock()

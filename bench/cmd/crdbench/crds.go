@@ -888,12 +888,16 @@ func (r *crdsResult) reapplyAll(ctx context.Context, l *loader, w *crdWatch, crd
 		req, _ := http.NewRequestWithContext(wctx, http.MethodGet, l.base+ow.c.collection()+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, nil)
 		req.Header.Set("Accept", "application/json")
 		resp, err := l.client.Do(req)
-		if err != nil || resp.StatusCode != http.StatusOK {
+		if err != nil {
 			return fmt.Errorf("watching %s: %v", ow.c.collection(), err)
 		}
-		go func() {
-			defer resp.Body.Close()
-			dec := json.NewDecoder(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			_ = resp.Body.Close()
+			return fmt.Errorf("watching %s: HTTP %d", ow.c.collection(), resp.StatusCode)
+		}
+		go func(body io.ReadCloser) {
+			defer body.Close()
+			dec := json.NewDecoder(body)
 			for {
 				var ev struct{ Type string }
 				if err := dec.Decode(&ev); err != nil {
@@ -906,7 +910,7 @@ func (r *crdsResult) reapplyAll(ctx context.Context, l *loader, w *crdWatch, crd
 					ow.heard.Store(true)
 				}
 			}
-		}()
+		}(resp.Body)
 		open = append(open, ow)
 	}
 	r.Watches = len(open)
