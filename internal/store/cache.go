@@ -283,7 +283,10 @@ func (c *Cache) follow(ctx context.Context, rev int64, progress func(), load boo
 	c.followCancel = cancel
 	c.streamCtx = wctx
 	c.mu.Unlock()
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify()}
+	// No WithPrevKV: the cache holds every key's last state itself, and
+	// etcd would read each replaced value back from its database for every
+	// event it sends.
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithProgressNotify()}
 	if load {
 		opts = append(opts, clientv3.WithCreatedNotify())
 	} else {
@@ -381,35 +384,18 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 			}
 		case clientv3.EventTypeDelete:
 			c.tree.Delete(&Item{Key: key})
-			var value []byte
-			switch {
-			case e.PrevKv != nil:
-				v, err := c.store.fromStorage(context.Background(), key, e.PrevKv.Value)
-				if err != nil {
-					c.log.Error("watch cache: unreadable deleted object skipped", "key", key, "err", err)
-					continue
-				}
-				value = v
-			case prev != nil:
-				value = prev.Bytes()
-			default:
-				continue
+			if prev == nil {
+				continue // never cached (it could not be read)
 			}
-			it, err := c.decode(key, value, rev)
+			it, err := c.decode(key, prev.Bytes(), rev)
 			if err != nil {
 				c.log.Error("watch cache: undecodable deleted object skipped", "key", key, "err", err)
 				continue
 			}
 			it.memo = &Memo{}
 			it.pack()
-			if prev != nil && (e.PrevKv == nil || e.PrevKv.ModRevision == prev.Rev) {
-				// The last state is the cached one: so is its origin.
-				it.Written = prev.Written
-			}
+			it.Written = prev.Written // the last state is the cached one: so is its origin
 			ev = Event{Type: Deleted, Item: it, Prev: prev, Rev: rev}
-			if prev == nil {
-				ev.Prev = it
-			}
 		}
 		c.record(ev)
 		c.setRevLocked(rev)
