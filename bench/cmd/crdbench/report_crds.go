@@ -34,7 +34,7 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 	p("## Thousands of CRDs\n\n")
 	p("`crdbench crds` (bench/crds.sh): the CRDs of a real Crossplane provider (`%s`), created 4 at a time through the API "+
 		"as JSON until a CRD watch has seen every one Established; memory (VmRSS of every process of the server) before, "+
-		"at its peak while installing and %s after; aggregated discovery and OpenAPI v3 documents of 5 group/versions "+
+		"at its peak while installing and %s after; aggregated discovery and the OpenAPI v3 document of every group/version of the corpus, in a random order, each "+
 		"fetched for the first time; kubectl; one dry-run create of a minimal object of every CRD, one after another "+
 		"(each CRD's first request); `/openapi/v2`; every CRD re-applied (PUT) with a changed description in every schema, "+
 		"20 watches of custom resources open meanwhile (each then hears a create); every CRD deleted.\n\n",
@@ -71,8 +71,9 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 		row("first request to each CRD (dry-run create), p99", func(r *crdsResult) float64 { return r.First.P99Ms }, 1, " ms", "≤ 50 ms", le(50))
 		row("memory after a request to every CRD (the budget at work)", func(r *crdsResult) float64 { return r.RSSUsedMiB }, 1, " MiB", "≤ 800 MiB", le(800))
 		row("aggregated discovery (median of 5 after the first)", func(r *crdsResult) float64 { return r.DiscoveryMs }, 1, " ms", "≤ 20 ms", le(20))
-		row("one group/version's OpenAPI v3 document, cold (median of 5)", func(r *crdsResult) float64 { return r.OpenAPIColdMs }, 1, " ms", "≤ 50 ms", le(50))
-		row("one group/version's OpenAPI v3 document, cold (the slowest of 5)", func(r *crdsResult) float64 { return r.OpenAPIColdMaxMs }, 1, " ms", "", nil)
+		row("one group/version's OpenAPI v3 document, cold (the median of every group/version of the corpus, each fetched once)", func(r *crdsResult) float64 { return r.OpenAPIColdMs }, 1, " ms", "≤ 50 ms", le(50))
+		row("… p90 of those", func(r *crdsResult) float64 { return r.OpenAPIColdP90Ms }, 1, " ms", "", nil)
+		row("… the slowest (the group/versions with the most CRDs)", func(r *crdsResult) float64 { return r.OpenAPIColdMaxMs }, 1, " ms", "", nil)
 		row("/openapi/v2, cold", func(r *crdsResult) float64 { return r.OpenAPIV2Ms / 1000 }, 1, " s", "", nil)
 		row("memory after /openapi/v2", func(r *crdsResult) float64 { return r.RSSAfterV2MiB }, 1, " MiB", "", nil)
 		row("re-applying all with a changed description: all Established again", func(r *crdsResult) float64 { return r.ReappliedSec }, 1, " s", "≤ 30 s", le(30))
@@ -115,7 +116,8 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 		cmp("first request to each CRD, p99", sub.First.P99Ms, kube.First.P99Ms, 1, " ms", "", 0)
 		cmp("memory after a request to every CRD", sub.RSSUsedMiB, kube.RSSUsedMiB, 1, " MiB", "", 0)
 		cmp("aggregated discovery", sub.DiscoveryMs, kube.DiscoveryMs, 1, " ms", "", 0)
-		cmp("OpenAPI v3 group/version, cold (median of 5)", sub.OpenAPIColdMs, kube.OpenAPIColdMs, 1, " ms", "", 0)
+		cmp("OpenAPI v3 group/version, cold (median of every group/version)", sub.OpenAPIColdMs, kube.OpenAPIColdMs, 1, " ms", "", 0)
+		cmp("… the slowest", sub.OpenAPIColdMaxMs, kube.OpenAPIColdMaxMs, 1, " ms", "", 0)
 		cmp("/openapi/v2", sub.OpenAPIV2Ms, kube.OpenAPIV2Ms, 0, " ms", "", 0)
 		cmp("re-applying all: all Established again", sub.ReappliedSec, kube.ReappliedSec, 1, " s", "", 0)
 		p("| … custom resource watches ended meanwhile | %d of %d | %d of %d | | |\n", sub.WatchesEnded, sub.Watches, kube.WatchesEnded, kube.Watches)
