@@ -249,7 +249,7 @@ echo "# WORK=$WORK: a temporary folder, removed at the end" >"$OUT/commands.txt"
   echo "crdserver: commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
   echo "reference: apiextensions-apiserver v1.37.2, etcd v3.7.3, kubectl v1.37.2 ($REF/bin)"
   if [[ $CORE != 0 ]]; then
-    echo "kube:      kube-apiserver $("$REF/bin/kube-apiserver" --version 2>/dev/null | awk '{print $2}'), etcd v3.7.3, kube-controller-manager ($REF/start-kube.sh; core types only)"
+    echo "kube:      kube-apiserver $("$REF/bin/kube-apiserver" --version 2>/dev/null | awk '{print $2}'), etcd v3.7.3, kube-controller-manager ($REF/start-kube.sh; core types, admission, thousands of CRDs)"
   fi
   echo "load avg:  $(cut -d' ' -f1-3 /proc/loadavg) at the start (1/5/15 min; the machine is shared)"
   echo "params:    N=$N LOAD_ROUNDS=$LOAD_ROUNDS LIST_N=$LIST_N LISTS=$LISTS CONC=$CONC STARTS=$STARTS REF_STARTS=$REF_STARTS IDLE=$IDLE"
