@@ -241,17 +241,14 @@ func (c *call) decodeItem(it *store.Item) (*Object, error) {
 // conversion is shared with the cache's readers (a write after a read
 // converts nothing again).
 func (c *call) decodeStored(kv *store.KV) (*Object, error) {
-	var out [][]byte
-	var err error
 	if it := c.cachedAt(kv); it != nil {
-		out, err = c.convertItems([]*store.Item{it})
-	} else {
-		raw, rerr := jsonraw.SetResourceVersion(kv.Value, kv.ModRevision)
-		if rerr != nil {
-			return nil, apierrors.NewInternalError(rerr)
-		}
-		out, err = c.convert([][]byte{raw})
+		return c.decodeItem(it)
 	}
+	raw, err := jsonraw.SetResourceVersion(kv.Value, kv.ModRevision)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	out, err := c.convert([][]byte{raw})
 	if err != nil {
 		return nil, err
 	}

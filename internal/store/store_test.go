@@ -180,8 +180,8 @@ func TestCacheListAndWatch(t *testing.T) {
 	if _, _, err := s.Delete(ctx, "/c/ns2/b", kv.ModRevision); err != nil {
 		t.Fatal(err)
 	}
-	if got := next(t, w); got.Type != Deleted || got.Item.Name != "b" {
-		t.Fatalf("delete: %+v", got)
+	if got := next(t, w); got.Type != Deleted || got.Item.Name != "b" || !strings.Contains(string(got.Item.Raw), `"color":"red"`) {
+		t.Fatalf("delete (with the object's last state): %+v", got)
 	}
 	// Bookmarks arrive on their own.
 	if got := next(t, w); got.Type != Bookmark {
@@ -617,5 +617,94 @@ func TestIdleCacheIsFresh(t *testing.T) {
 	}
 	if got := prefixesOf("/registry/g.io/widgets/ns/name"); !reflect.DeepEqual(got, []string{"/registry/", "/registry/g.io/", "/registry/g.io/widgets/"}) {
 		t.Errorf("prefixes %v", got)
+	}
+}
+
+// TestCacheLoadsWhileWritten starts a cache while objects are created,
+// updated and deleted: its first load (a watch from etcd's newest revision,
+// then a list) must end with etcd's state, every key at its revision, and a
+// watcher must see the later writes once each, in order.
+func TestCacheLoadsWhileWritten(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	const n = 200
+	write := func(i int) error {
+		key := fmt.Sprintf("/w/ns/o%d", i%50)
+		kv, _, err := s.Get(ctx, key, 0)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			_, err = s.Create(ctx, key, obj("ns", fmt.Sprint(i%50), "red"), 0)
+		case err != nil:
+		case i%7 == 0:
+			_, _, err = s.Delete(ctx, key, kv.ModRevision)
+		default:
+			_, _, err = s.Update(ctx, key, obj("ns", fmt.Sprint(i%50), fmt.Sprint("c", i)), kv.ModRevision, 0)
+		}
+		return err
+	}
+	for i := range n / 2 {
+		if err := write(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Writes go on while the cache loads, and for 20 more after it is
+	// ready (at most 20n in all): fewer than the keys, so that the last
+	// writes are each key's last, which a lost event would leave behind.
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		after := -1
+		for i := n / 2; i < 20*n && i != after; i++ {
+			if after < 0 {
+				select {
+				case <-ready:
+					after = i + 20
+				default:
+				}
+			}
+			if err := write(i); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	c := NewCache(s, "/w/", decodeTest, CacheOptions{History: 1000, BookmarkInterval: time.Hour}, slog.Default())
+	defer c.Stop()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(ready)
+	w, err := c.Watch(ctx, WatchOptions{FromState: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := s.CurrentRevision(ctx)
+	if err := c.WaitFresh(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.listRaw(ctx, "/w/", PrefixEnd("/w/"), 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.List(ListOptions{})
+	if len(got.Items) != len(want.KVs) {
+		t.Fatalf("cache holds %d objects, etcd %d", len(got.Items), len(want.KVs))
+	}
+	for i, kv := range want.KVs {
+		if it := got.Items[i]; it.Key != kv.Key || it.Rev != kv.ModRevision {
+			t.Fatalf("cache has %s at %d, etcd %s at %d", it.Key, it.Rev, kv.Key, kv.ModRevision)
+		}
+	}
+	last := w.Rev
+	for last < cur {
+		ev := next(t, w)
+		if ev.Rev != last+1 { // every write is under /w/
+			t.Fatalf("event at revision %d after %d", ev.Rev, last)
+		}
+		last = ev.Rev
 	}
 }

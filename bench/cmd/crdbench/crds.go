@@ -4,11 +4,9 @@ package main
 // re-applied and deleted, with the server's memory at each step.
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,15 +14,15 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/internal/fixtures"
 )
 
 // corpusCRD is one CRD of the corpus.
@@ -47,47 +45,22 @@ func readCorpus(file string, limit int) ([]corpusCRD, error) {
 		return nil, err
 	}
 	defer f.Close()
-	zr, err := zstd.NewReader(f)
+	files, err := fixtures.Files(f)
 	if err != nil {
 		return nil, err
 	}
-	defer zr.Close()
-	type named struct {
-		name string
-		data []byte
-	}
-	var files []named
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if h.Typeflag != tar.TypeReg || !strings.HasSuffix(h.Name, ".yaml") {
-			continue
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, named{path.Base(h.Name), b})
-	}
-	slices.SortFunc(files, func(a, b named) int { return strings.Compare(a.name, b.name) })
 	if limit > 0 && limit < len(files) {
 		files = files[:limit]
 	}
 	out := make([]corpusCRD, 0, len(files))
 	for _, nf := range files {
-		j, err := yaml.YAMLToJSON(nf.data)
+		j, err := yaml.YAMLToJSON(nf.Data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", nf.name, err)
+			return nil, fmt.Errorf("%s: %w", nf.Name, err)
 		}
 		var body map[string]any
 		if err := json.Unmarshal(j, &body); err != nil {
-			return nil, fmt.Errorf("%s: %w", nf.name, err)
+			return nil, fmt.Errorf("%s: %w", nf.Name, err)
 		}
 		var crd struct {
 			Metadata struct{ Name string }
@@ -101,7 +74,7 @@ func readCorpus(file string, limit int) ([]corpusCRD, error) {
 			}
 		}
 		if err := json.Unmarshal(j, &crd); err != nil {
-			return nil, fmt.Errorf("%s: %w", nf.name, err)
+			return nil, fmt.Errorf("%s: %w", nf.Name, err)
 		}
 		c := corpusCRD{Name: crd.Metadata.Name, Group: crd.Spec.Group, Plural: crd.Spec.Names.Plural, Kind: crd.Spec.Names.Kind,
 			Namespaced: crd.Spec.Scope == "Namespaced", Body: body}
@@ -112,7 +85,7 @@ func readCorpus(file string, limit int) ([]corpusCRD, error) {
 			}
 		}
 		if c.Name == "" || c.Version == "" {
-			return nil, fmt.Errorf("%s: not a CRD with a storage version", nf.name)
+			return nil, fmt.Errorf("%s: not a CRD with a storage version", nf.Name)
 		}
 		out = append(out, c)
 	}
