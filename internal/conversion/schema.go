@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -45,17 +44,6 @@ type WithSchemas struct {
 	// a converter that does not serve a store, for which every object
 	// without a resourceVersion is taken as read.
 	StorageVersion string
-	// cache, once attached, is the watch cache of the CRD's objects: a
-	// request's answer to its own write is known by it (Cache.WrittenBy).
-	cache atomic.Pointer[store.Cache]
-}
-
-// Attach tells a CRD's converter the watch cache of its objects, so that
-// the answer to a write is not read again as from storage.
-func Attach(conv Converter, cache *store.Cache) {
-	if s, ok := conv.(*WithSchemas); ok && cache != nil && s.cache.Load() != cache {
-		s.cache.Store(cache)
-	}
 }
 
 // need is what an object needs before it is converted.
@@ -246,10 +234,12 @@ func (s *WithSchemas) convert(ctx context.Context, objs [][]byte, items []*store
 	}
 	if needs == nil {
 		needs = make([]need, len(objs))
-		cache := s.cache.Load()
+		// The request's own write, if it made one (the answer to it
+		// need not be read as from storage).
+		written := store.WrittenFrom(ctx)
 		for i, o := range objs {
 			var rv int64
-			if inMap != nil && b.from[i] != to && cache == nil {
+			if inMap != nil && b.from[i] != to && written == nil {
 				// Decoded to be converted anyway: read it there.
 				m, err := b.decoded(i)
 				if err != nil {
@@ -260,9 +250,9 @@ func (s *WithSchemas) convert(ctx context.Context, objs [][]byte, items []*store
 				rv, _ = jsonraw.ResourceVersion(o)
 			}
 			needs[i] = s.rawNeed(rv != 0, b.from[i], to)
-			if rv != 0 && cache != nil {
+			if rv != 0 && written != nil {
 				// The answer to this request's own write.
-				if w := cache.WrittenBy(ctx, o, rv); w != nil && w.Epoch == s.SchemaRev {
+				if w := written.Vouches(o, rv); w != nil && w.Epoch == s.SchemaRev {
 					needs[i] = needDefaults
 					if w.Defaulted {
 						needs[i] = needNothing

@@ -73,7 +73,6 @@ func New(crd *apiextensionsv1.CustomResourceDefinition, b Built) *resource.Resou
 		}
 	}
 	resource.SortVersions(served)
-	conversion.Attach(conv, cache)
 	res := &resource.Resource{
 		Group:          crd.Spec.Group,
 		Plural:         names.Plural,

@@ -28,56 +28,43 @@ type strategy struct {
 	schemas map[string]*schema.Version
 	// scales are the scale subresources by apiVersion.
 	scales map[string]*apiextensionsv1.CustomResourceSubresourceScale
-	// writes, when set, is told of every object the write path prepares
-	// (see announce).
-	writes *writeAnnouncer
+	// stamps, when set, says what this process vouches for in the
+	// objects its write path prepared (see WriteStamp).
+	stamps *stamper
 }
 
-// writeAnnouncer tells the watch cache which values this process's write
-// path prepared, and under which schemas, so that readers know what they
-// need not do again (store.WriteStamp).
-type writeAnnouncer struct {
-	cache      *store.Cache
-	keyPrefix  string
-	namespaced bool
+// stamper knows what the write path vouches for in an object it prepared
+// under a strategy's schemas (store.WriteStamp): pruned and with its
+// metadata typed (the write path's work) under the schemas of revision
+// epoch, and, when it is in the storage version and nothing of that
+// version's defaults is missing, defaulted.
+type stamper struct {
 	// storage is the apiVersion objects are stored in.
 	storage string
 	// epoch is the schema revision of schemas (conversion.SchemaRevOf).
 	epoch int64
 }
 
+// newStrategy is the strategy of crd's objects. Its writes are stamped
+// when they are read back by a cache and its converter knows the schemas'
+// revision.
 func newStrategy(crd *apiextensionsv1.CustomResourceDefinition, cache *store.Cache, conv conversion.Converter, storage string, status map[string]bool, schemas map[string]*schema.Version, scales map[string]*apiextensionsv1.CustomResourceSubresourceScale) strategy {
 	s := strategy{status: status, schemas: schemas, scales: scales}
 	if epoch, ok := conversion.SchemaRevOf(conv); ok && cache != nil && storage != "" {
-		s.writes = &writeAnnouncer{
-			cache:      cache,
-			keyPrefix:  KeyPrefix(crd),
-			namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
-			storage:    crd.Spec.Group + "/" + storage,
-			epoch:      epoch,
-		}
+		s.stamps = &stamper{storage: crd.Spec.Group + "/" + storage, epoch: epoch}
 	}
 	return s
 }
 
-// announce tells the cache that the request of ctx prepared obj, as it
-// will be written, under this strategy's schemas: pruned and with its
-// metadata typed (the write path's work), and, when it is in the storage
-// version and nothing of that version's defaults is missing, defaulted.
-// Its strategy's methods are the last to change an object before it is
-// stored.
-func (s strategy) announce(ctx context.Context, obj *resource.Object) {
-	w := s.writes
-	if w == nil {
-		return
-	}
-	key := w.keyPrefix + obj.Meta.Name
-	if w.namespaced {
-		key = w.keyPrefix + obj.Meta.Namespace + "/" + obj.Meta.Name
+// WriteStamp implements resource.Stamper. The strategy's Prepare methods
+// are the last to change an object before it is stored.
+func (s strategy) WriteStamp(obj *resource.Object) *store.WriteStamp {
+	if s.stamps == nil {
+		return nil
 	}
 	av := obj.APIVersion()
-	defaulted := av == w.storage && !s.schemas[av].NeedsDefaults(obj.Content)
-	w.cache.PrepareWrite(ctx, key, store.WriteStamp{Epoch: w.epoch, Defaulted: defaulted})
+	defaulted := av == s.stamps.storage && !s.schemas[av].NeedsDefaults(obj.Content)
+	return &store.WriteStamp{Epoch: s.stamps.epoch, Defaulted: defaulted}
 }
 
 // Coerce prunes and defaults a request body with its version's schema.
@@ -97,7 +84,6 @@ func (s strategy) PrepareForCreate(ctx context.Context, obj *resource.Object) {
 		delete(obj.Content, "status")
 	}
 	obj.Meta.Generation = 1
-	s.announce(ctx, obj)
 }
 
 func (s strategy) PrepareForUpdate(ctx context.Context, obj, old *resource.Object) {
@@ -111,7 +97,6 @@ func (s strategy) PrepareForUpdate(ctx context.Context, obj, old *resource.Objec
 	if !apiequality.Semantic.DeepEqual(obj.Content, old.Content) {
 		obj.Meta.Generation = old.Meta.Generation + 1
 	}
-	s.announce(ctx, obj)
 }
 
 // PrepareForStatusUpdate takes only status from the request; everything
@@ -127,7 +112,6 @@ func (s strategy) PrepareForStatusUpdate(ctx context.Context, obj, old *resource
 		delete(next.Content, "status")
 	}
 	*obj = *next
-	s.announce(ctx, obj)
 }
 
 func (s strategy) Validate(ctx context.Context, obj *resource.Object) field.ErrorList {

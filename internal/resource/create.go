@@ -164,6 +164,7 @@ func (c *call) createObject(obj *Object, dry bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts := c.writeOptions(obj)
 	for attempt := 1; ; attempt++ {
 		key := c.res.Key(obj.Meta.Namespace, obj.Meta.Name)
 		var rev int64
@@ -176,7 +177,7 @@ func (c *call) createObject(obj *Object, dry bool) ([]byte, error) {
 				return data, nil
 			}
 		} else {
-			rev, err = c.h.Store.Create(c.ctx, key, data, c.res.TTL)
+			rev, err = c.h.Store.Create(c.ctx, key, data, opts)
 		}
 		if errors.Is(err, store.ErrExists) && generate && attempt < generateNameAttempts {
 			obj.Meta.Name = generateName(obj.Meta.GenerateName)
@@ -188,6 +189,7 @@ func (c *call) createObject(obj *Object, dry bool) ([]byte, error) {
 		if err != nil {
 			return nil, c.storeError(err, obj.Meta.Name)
 		}
+		c.wrote(data, rev, opts)
 		return jsonraw.SetResourceVersion(data, rev)
 	}
 }

@@ -203,7 +203,7 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 				out, err := jsonraw.SetResourceVersion(data, kv.ModRevision)
 				return out, cur.Meta.UID, false, err
 			}
-			rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision, c.res.TTL)
+			rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision, store.WriteOptions{TTL: c.res.TTL})
 			if errors.Is(err, store.ErrConflict) {
 				kv = latest
 				continue

@@ -28,6 +28,8 @@ type memStore struct {
 	rev  int64
 	kvs  map[string]*store.KV
 	puts int
+	// opts are the options of the last write.
+	opts store.WriteOptions
 	// only makes it say it is its etcd's only writer.
 	only bool
 }
@@ -76,9 +78,10 @@ func (m *memStore) List(_ context.Context, start, end string, _, limit int64) (*
 	return out, nil
 }
 
-func (m *memStore) Create(_ context.Context, key string, value []byte, _ time.Duration) (int64, error) {
+func (m *memStore) Create(_ context.Context, key string, value []byte, opts store.WriteOptions) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.opts = opts
 	if m.kvs[key] != nil {
 		return 0, store.ErrExists
 	}
@@ -100,9 +103,10 @@ func (m *memStore) guard(key string, expected int64) (*store.KV, error) {
 	return kv, nil
 }
 
-func (m *memStore) Update(_ context.Context, key string, value []byte, expected int64, _ time.Duration) (int64, *store.KV, error) {
+func (m *memStore) Update(_ context.Context, key string, value []byte, expected int64, opts store.WriteOptions) (int64, *store.KV, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.opts = opts
 	kv, err := m.guard(key, expected)
 	if err != nil {
 		return 0, kv, err
@@ -396,5 +400,73 @@ func TestEngineGetFromCache(t *testing.T) {
 	e.res.Cache = store.NewFixedCache(e.res.KeyPrefix, kv.ModRevision+10)
 	if a := e.do("GET", widgetsPath+"/w", "", ""); a.code != http.StatusOK {
 		t.Fatalf("GET with a cache lacking the object: %d %s", a.code, a.raw)
+	}
+}
+
+// stampingWidgets vouch for what they prepare: epoch 3, defaulted when the
+// object has a spec.
+type stampingWidgets struct{ widgetStrategy }
+
+func (stampingWidgets) WriteStamp(obj *Object) *store.WriteStamp {
+	_, ok := obj.Content["spec"]
+	return &store.WriteStamp{Epoch: 3, Defaulted: ok}
+}
+
+// answerConverter records what the conversion of each answer knew of the
+// request's write.
+type answerConverter struct {
+	conversion.None
+	seen []*store.Written
+}
+
+func (c *answerConverter) Convert(ctx context.Context, objs [][]byte, to string) (conversion.Result, error) {
+	c.seen = append(c.seen, store.WrittenFrom(ctx))
+	return c.None.Convert(ctx, objs, to)
+}
+
+// The strategy's stamp goes with the write as a value of the write (the
+// object as its rules left it), and the answer's conversion knows that the
+// answer is what the request wrote; a write of a strategy without stamps,
+// or a read, carries none.
+func TestEngineStampsItsWrites(t *testing.T) {
+	e := newEngine(t)
+	conv := &answerConverter{}
+	e.res.Strategy, e.res.Converter = stampingWidgets{}, conv
+	a := e.do("POST", widgetsPath, "application/json", widget("w1", ""))
+	if a.code != http.StatusCreated {
+		t.Fatalf("create: %d %s", a.code, a.raw)
+	}
+	want := store.WriteStamp{Epoch: 3, Defaulted: true}
+	if e.store.opts.Stamp == nil || *e.store.opts.Stamp != want {
+		t.Fatalf("create's stamp: %+v", e.store.opts.Stamp)
+	}
+	w := conv.seen[len(conv.seen)-1]
+	kv := e.store.kvs["/registry/example.com/widgets/default/w1"]
+	if w == nil || w.Stamp != want || string(w.Value) != string(kv.Value) || w.Rev != kv.ModRevision {
+		t.Fatalf("the answer's conversion knew %+v", w)
+	}
+	if w.Vouches([]byte(a.raw), kv.ModRevision) == nil {
+		t.Fatalf("the answer is not what was written: %s", a.raw)
+	}
+	a = e.do("PATCH", widgetsPath+"/w1", "application/merge-patch+json", `{"spec":null}`)
+	if a.code != http.StatusOK {
+		t.Fatalf("update: %d %s", a.code, a.raw)
+	}
+	if want := (store.WriteStamp{Epoch: 3}); e.store.opts.Stamp == nil || *e.store.opts.Stamp != want {
+		t.Fatalf("update's stamp: %+v", e.store.opts.Stamp)
+	}
+	if w := conv.seen[len(conv.seen)-1]; w == nil || w.Rev != e.store.kvs["/registry/example.com/widgets/default/w1"].ModRevision {
+		t.Fatalf("the update's answer's conversion knew %+v", w)
+	}
+	if a = e.do("GET", widgetsPath+"/w1", "", ""); a.code != http.StatusOK || conv.seen[len(conv.seen)-1] != nil {
+		t.Fatalf("a read's conversion knew a write: %d %+v", a.code, conv.seen[len(conv.seen)-1])
+	}
+
+	e.res.Strategy = widgetStrategy{}
+	if a = e.do("POST", widgetsPath, "application/json", widget("w2", "")); a.code != http.StatusCreated || e.store.opts.Stamp != nil {
+		t.Fatalf("an unstamped strategy's create: %d %+v", a.code, e.store.opts.Stamp)
+	}
+	if conv.seen[len(conv.seen)-1] != nil {
+		t.Fatal("an unstamped write's answer knew a write")
 	}
 }

@@ -194,6 +194,37 @@ type call struct {
 	res       *Resource
 	ver       *Version
 	namespace string
+	// written is what the request last wrote with a stamp, for the
+	// conversion of its answer.
+	written *store.Written
+}
+
+// writeOptions are the options of the write of obj, prepared by the
+// strategy's rules: the resource's TTL, and the strategy's stamp.
+func (c *call) writeOptions(obj *Object) store.WriteOptions {
+	opts := store.WriteOptions{TTL: c.res.TTL}
+	if s, ok := c.res.Strategy.(Stamper); ok {
+		opts.Stamp = s.WriteStamp(obj)
+	}
+	return opts
+}
+
+// wrote records that the request wrote data with opts at rev.
+func (c *call) wrote(data []byte, rev int64, opts store.WriteOptions) {
+	if opts.Stamp == nil {
+		c.written = nil
+		return
+	}
+	c.written = &store.Written{Value: data, Rev: rev, Stamp: *opts.Stamp}
+}
+
+// answerContext is the context the request's answer is converted in: it
+// knows what the request wrote.
+func (c *call) answerContext() context.Context {
+	if c.written == nil {
+		return c.ctx
+	}
+	return store.WithWritten(c.ctx, *c.written)
 }
 
 func (c *call) fail(err error) { request.WriteError(c.w, c.r, err) }
@@ -309,7 +340,7 @@ func (c *call) convert(objs [][]byte) ([][]byte, error) {
 	if len(objs) == 0 {
 		return objs, nil
 	}
-	res, err := c.res.Converter.Convert(c.ctx, objs, c.apiVersion())
+	res, err := c.res.Converter.Convert(c.answerContext(), objs, c.apiVersion())
 	if err != nil {
 		return nil, asStatus(err)
 	}

@@ -203,6 +203,14 @@ type Warner interface {
 	WarningsOnUpdate(ctx context.Context, obj, old *Object) []string
 }
 
+// Stamper lets a strategy vouch for what its rules made of an object about
+// to be written (after its Prepare method): the stamp goes with the write
+// (store.WriteOptions), so that readers of the cache know what they need
+// not do again. Nil vouches for nothing.
+type Stamper interface {
+	WriteStamp(obj *Object) *store.WriteStamp
+}
+
 // Normalizer lets a built-in type check and normalize a decoded request
 // body through its Go type (dropping unknown fields, applying defaults).
 // It returns the strict decoding errors (unknown fields) for field

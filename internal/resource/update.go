@@ -169,7 +169,8 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 		if dry {
 			return jsonraw.SetResourceVersion(data, kv.ModRevision)
 		}
-		rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision, c.res.TTL)
+		opts := c.writeOptions(next)
+		rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision, opts)
 		if errors.Is(err, store.ErrConflict) {
 			kv, cached = latest, nil
 			continue
@@ -177,6 +178,7 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 		if err != nil {
 			return nil, c.storeError(err, name)
 		}
+		c.wrote(data, rev, opts)
 		if c.finalized(next) {
 			// The last finalizer is gone: the object goes.
 			if _, _, err := c.h.Store.Delete(c.ctx, key, rev); err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {

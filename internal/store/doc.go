@@ -19,6 +19,6 @@
 // Cache (in cache.go) mirrors one key prefix in memory, fed by a single etcd
 // watch, and serves lists and watches from memory. A value this process's
 // write path prepared and wrote is recognised when the cache reads it back
-// (writes.go: PrepareWrite, WriteStamp on the Item), so that readers can
+// (writes.go: WriteOptions.Stamp, WriteStamp on the Item), so that readers can
 // skip what that path already did; anything else comes without a stamp.
 package store

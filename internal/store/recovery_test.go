@@ -64,14 +64,14 @@ func TestWatchResumesWithoutGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if _, err := s.Create(ctx, "/r/ns/before", obj("ns", "before", "x"), 0); err != nil {
+	if _, err := s.Create(ctx, "/r/ns/before", obj("ns", "before", "x"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	collect(t, w, 1)
 	startRev := c.Revision()
 	breakWatch(t, c, func() {
 		for i := 0; i < 4; i++ {
-			if _, err := s.Create(ctx, fmt.Sprintf("/r/ns/during-%d", i), obj("ns", fmt.Sprintf("during-%d", i), "x"), 0); err != nil {
+			if _, err := s.Create(ctx, fmt.Sprintf("/r/ns/during-%d", i), obj("ns", fmt.Sprintf("during-%d", i), "x"), WriteOptions{}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -107,7 +107,7 @@ func TestCompactedGapEndsWatchesWith410(t *testing.T) {
 	old := c.Revision()
 	breakWatch(t, c, func() {
 		for i := 0; i < 3; i++ {
-			if _, err := s.Create(ctx, fmt.Sprintf("/r/ns/x%d", i), obj("ns", fmt.Sprint(i), "x"), 0); err != nil {
+			if _, err := s.Create(ctx, fmt.Sprintf("/r/ns/x%d", i), obj("ns", fmt.Sprint(i), "x"), WriteOptions{}); err != nil {
 				t.Error(err)
 			}
 		}

@@ -56,13 +56,12 @@ type Interface interface {
 	// at most limit of them (0: all).
 	List(ctx context.Context, start, end string, rev, limit int64) (*ListResult, error)
 	// Create writes key only if it does not exist (else ErrExists) and
-	// returns the new revision. With ttl > 0 the key goes by itself that
-	// long after the write (Kubernetes' events), or a little later.
-	Create(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error)
+	// returns the new revision.
+	Create(ctx context.Context, key string, value []byte, opts WriteOptions) (int64, error)
 	// Update writes key only if its mod revision is expected; on
 	// ErrConflict it returns the current value (ErrNotFound if gone).
-	// ttl is as for Create, counted from this write.
-	Update(ctx context.Context, key string, value []byte, expected int64, ttl time.Duration) (int64, *KV, error)
+	// A TTL counts from this write.
+	Update(ctx context.Context, key string, value []byte, expected int64, opts WriteOptions) (int64, *KV, error)
 	// Delete removes key only if its mod revision is expected, as Update.
 	Delete(ctx context.Context, key string, expected int64) (int64, *KV, error)
 }
@@ -244,17 +243,17 @@ func (s *Store) get(ctx context.Context, key string, opts ...clientv3.OpOption) 
 }
 
 // Create writes key only if it does not exist and returns the new revision.
-func (s *Store) Create(ctx context.Context, key string, value []byte, ttl time.Duration) (_ int64, err error) {
+func (s *Store) Create(ctx context.Context, key string, value []byte, opts WriteOptions) (_ int64, err error) {
 	stored, err := s.toStorage(ctx, key, value)
 	if err != nil {
 		return 0, err
 	}
-	put, err := s.put(ctx, key, stored, ttl)
+	put, err := s.put(ctx, key, stored, opts.TTL)
 	if err != nil {
 		return 0, err
 	}
-	pw := s.writes.begin(ctx, key, value)
-	s.prefixes.begin(key, ttl > 0)
+	pw := s.writes.begin(key, value, opts.Stamp)
+	s.prefixes.begin(key, opts.TTL > 0)
 	var rev int64
 	written := false
 	defer func() { s.prefixes.end(key, rev, written, err != nil && rev == 0 && !errors.Is(err, ErrExists)) }()
@@ -278,7 +277,6 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, ttl time.D
 	if !resp.Succeeded {
 		// A try that got no answer may have been the one that wrote it.
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; tries > 1 && len(kvs) > 0 && bytes.Equal(kvs[0].Value, stored) {
-			s.writes.done(ctx, key, pw, kvs[0].ModRevision)
 			rev, written = kvs[0].ModRevision, true
 			return rev, nil
 		}
@@ -286,7 +284,6 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, ttl time.D
 		err = ErrExists
 		return 0, err
 	}
-	s.writes.done(ctx, key, pw, resp.Header.Revision)
 	rev, written = resp.Header.Revision, true
 	return rev, nil
 }
@@ -305,26 +302,23 @@ func (s *Store) put(ctx context.Context, key string, stored []byte, ttl time.Dur
 
 // Update writes key only if its mod revision is expected. On ErrConflict it
 // returns the current value (nil if the key is gone, with ErrNotFound).
-func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64, ttl time.Duration) (int64, *KV, error) {
+func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64, opts WriteOptions) (int64, *KV, error) {
 	stored, err := s.toStorage(ctx, key, value)
 	if err != nil {
 		return 0, nil, err
 	}
-	put, err := s.put(ctx, key, stored, ttl)
+	put, err := s.put(ctx, key, stored, opts.TTL)
 	if err != nil {
 		return 0, nil, err
 	}
-	pw := s.writes.begin(ctx, key, value)
-	s.prefixes.begin(key, ttl > 0)
+	pw := s.writes.begin(key, value, opts.Stamp)
+	s.prefixes.begin(key, opts.TTL > 0)
 	rev, cur, err := s.guarded(ctx, key, expected, put, func(cur *mvccpb.KeyValue) bool {
 		return cur != nil && cur.ModRevision > expected && bytes.Equal(cur.Value, stored)
 	})
 	refused := errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound)
 	s.prefixes.end(key, rev, err == nil, err != nil && !refused)
-	switch {
-	case err == nil:
-		s.writes.done(ctx, key, pw, rev)
-	case refused:
+	if refused {
 		s.writes.abort(key, pw)
 	}
 	return rev, cur, err

@@ -52,21 +52,21 @@ func obj(ns, name, color string) []byte {
 func TestCRUD(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
-	rev, err := s.Create(ctx, "/r/a", []byte(`{"a":1}`), 0)
+	rev, err := s.Create(ctx, "/r/a", []byte(`{"a":1}`), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, "/r/a", []byte(`{}`), 0); !errors.Is(err, ErrExists) {
+	if _, err := s.Create(ctx, "/r/a", []byte(`{}`), WriteOptions{}); !errors.Is(err, ErrExists) {
 		t.Fatalf("second create: %v", err)
 	}
 	kv, _, err := s.Get(ctx, "/r/a", 0)
 	if err != nil || kv.ModRevision != rev || string(kv.Value) != `{"a":1}` {
 		t.Fatalf("get: %v %+v", err, kv)
 	}
-	if _, cur, err := s.Update(ctx, "/r/a", []byte(`{"a":2}`), rev-1, 0); !errors.Is(err, ErrConflict) || cur.ModRevision != rev {
+	if _, cur, err := s.Update(ctx, "/r/a", []byte(`{"a":2}`), rev-1, WriteOptions{}); !errors.Is(err, ErrConflict) || cur.ModRevision != rev {
 		t.Fatalf("stale update: %v %+v", err, cur)
 	}
-	rev2, _, err := s.Update(ctx, "/r/a", []byte(`{"a":2}`), rev, 0)
+	rev2, _, err := s.Update(ctx, "/r/a", []byte(`{"a":2}`), rev, WriteOptions{})
 	if err != nil || rev2 <= rev {
 		t.Fatalf("update: %v %d", err, rev2)
 	}
@@ -93,7 +93,7 @@ func TestCRUD(t *testing.T) {
 	if _, _, err := s.Get(ctx, "/r/a", 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get deleted: %v", err)
 	}
-	if _, _, err := s.Update(ctx, "/r/a", []byte(`{}`), rev2, 0); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.Update(ctx, "/r/a", []byte(`{}`), rev2, WriteOptions{}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("update deleted: %v", err)
 	}
 }
@@ -102,7 +102,7 @@ func TestListPages(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
-		if _, err := s.Create(ctx, fmt.Sprintf("/r/k%d", i), []byte(`{}`), 0); err != nil {
+		if _, err := s.Create(ctx, fmt.Sprintf("/r/k%d", i), []byte(`{}`), WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestListPages(t *testing.T) {
 	if err != nil || len(page.KVs) != 2 || !page.More || page.Remaining != 3 {
 		t.Fatalf("page 1: %v %+v", err, page)
 	}
-	if _, err := s.Create(ctx, "/r/k9", []byte(`{}`), 0); err != nil {
+	if _, err := s.Create(ctx, "/r/k9", []byte(`{}`), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The next page at the first page's revision does not see k9.
@@ -123,7 +123,7 @@ func TestListPages(t *testing.T) {
 func TestCacheListAndWatch(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
-	if _, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red"), 0); err != nil {
+	if _, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c := NewCache(s, "/c/", decodeTest, CacheOptions{History: 4, BookmarkInterval: 50 * time.Millisecond}, slog.Default())
@@ -131,7 +131,7 @@ func TestCacheListAndWatch(t *testing.T) {
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rev, err := s.Create(ctx, "/c/ns2/b", obj("ns2", "b", "red"), 0)
+	rev, err := s.Create(ctx, "/c/ns2/b", obj("ns2", "b", "red"), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestCacheListAndWatch(t *testing.T) {
 	}
 	defer w.Stop()
 	kv, _, _ := s.Get(ctx, "/c/ns1/a", 0)
-	if _, _, err := s.Update(ctx, "/c/ns1/a", obj("ns1", "a", "blue"), kv.ModRevision, 0); err != nil {
+	if _, _, err := s.Update(ctx, "/c/ns1/a", obj("ns1", "a", "blue"), kv.ModRevision, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got := next(t, w)
@@ -170,7 +170,7 @@ func TestCacheListAndWatch(t *testing.T) {
 		t.Fatalf("DELETED carries the event's revision, got %d", got.Item.Rev)
 	}
 	kv, _, _ = s.Get(ctx, "/c/ns1/a", 0)
-	if _, _, err := s.Update(ctx, "/c/ns1/a", obj("ns1", "a", "red"), kv.ModRevision, 0); err != nil {
+	if _, _, err := s.Update(ctx, "/c/ns1/a", obj("ns1", "a", "red"), kv.ModRevision, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := next(t, w); got.Type != Added {
@@ -195,7 +195,7 @@ func TestCacheListAndWatch(t *testing.T) {
 	}
 	rw.Stop()
 	for i := 0; i < 5; i++ {
-		if _, err := s.Create(ctx, fmt.Sprintf("/c/ns3/x%d", i), obj("ns3", fmt.Sprint(i), "green"), 0); err != nil {
+		if _, err := s.Create(ctx, fmt.Sprintf("/c/ns3/x%d", i), obj("ns3", fmt.Sprint(i), "green"), WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -226,7 +226,7 @@ func TestWaitFreshWithoutEvents(t *testing.T) {
 	// Writes elsewhere move the revision without events under /quiet/: a
 	// progress notification brings the cache up to date.
 	for i := 0; i < 3; i++ {
-		if _, err := s.Create(ctx, fmt.Sprintf("/loud/%d", i), []byte(`{}`), 0); err != nil {
+		if _, err := s.Create(ctx, fmt.Sprintf("/loud/%d", i), []byte(`{}`), WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -262,7 +262,7 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		if _, err := s.Create(ctx, fmt.Sprintf("/s/ns/%d", i), obj("ns", fmt.Sprint(i), "x"), 0); err != nil {
+		if _, err := s.Create(ctx, fmt.Sprintf("/s/ns/%d", i), obj("ns", fmt.Sprint(i), "x"), WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -280,7 +280,7 @@ func TestEmbeddedRestartKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(e.Client).Create(ctx, "/k", []byte("v"), 0); err != nil {
+	if _, err := New(e.Client).Create(ctx, "/k", []byte("v"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.Close()
@@ -334,7 +334,7 @@ func TestListAt(t *testing.T) {
 	ctx := context.Background()
 	var rev int64
 	for i := 0; i < 4; i++ {
-		r, err := s.Create(ctx, fmt.Sprintf("/c/ns1/k%d", i), obj("ns1", fmt.Sprint(i), "red"), 0)
+		r, err := s.Create(ctx, fmt.Sprintf("/c/ns1/k%d", i), obj("ns1", fmt.Sprint(i), "red"), WriteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,11 +356,11 @@ func TestListAt(t *testing.T) {
 		t.Error("a revision the cache has not reached was listed")
 	}
 	// A change in another namespace, or before the start, leaves the page.
-	other, err := s.Create(ctx, "/c/ns2/x", obj("ns2", "x", "red"), 0)
+	other, err := s.Create(ctx, "/c/ns2/x", obj("ns2", "x", "red"), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	early, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red"), 0)
+	early, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red"), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestStoppedCacheDropsHistory(t *testing.T) {
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rev, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red"), 0)
+	rev, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red"), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,12 +438,12 @@ func TestOnlyWriterRevision(t *testing.T) {
 			t.Errorf("%s: CurrentRevision = %d, %v; want %d", what, got, err, want)
 		}
 	}
-	rev, err := s.Create(ctx, "/registry/things/a", []byte(`{"metadata":{"name":"a"}}`), 0)
+	rev, err := s.Create(ctx, "/registry/things/a", []byte(`{"metadata":{"name":"a"}}`), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("after a create", rev)
-	orev, err := other.Create(ctx, "/registry/things/b", []byte(`{"metadata":{"name":"b"}}`), 0)
+	orev, err := other.Create(ctx, "/registry/things/b", []byte(`{"metadata":{"name":"b"}}`), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,11 +452,11 @@ func TestOnlyWriterRevision(t *testing.T) {
 		t.Errorf("the other store: CurrentRevision = %d, %v; want %d", got, err, orev)
 	}
 	// A failed guard answers with the newest revision too.
-	if _, _, err := s.Update(ctx, "/registry/things/a", []byte(`{"metadata":{"name":"a"}}`), rev-1, 0); !errors.Is(err, ErrConflict) {
+	if _, _, err := s.Update(ctx, "/registry/things/a", []byte(`{"metadata":{"name":"a"}}`), rev-1, WriteOptions{}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("update with an old revision: %v", err)
 	}
 	check("after a failed update", orev)
-	urev, _, err := s.Update(ctx, "/registry/things/a", []byte(`{"metadata":{"name":"a","labels":{"x":"y"}}}`), rev, 0)
+	urev, _, err := s.Update(ctx, "/registry/things/a", []byte(`{"metadata":{"name":"a","labels":{"x":"y"}}}`), rev, WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +500,7 @@ func TestHistoryBytes(t *testing.T) {
 func TestObserve(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
-	if _, err := s.Create(ctx, "/o/ns/a", obj("ns", "a", "red"), 0); err != nil {
+	if _, err := s.Create(ctx, "/o/ns/a", obj("ns", "a", "red"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c := NewCache(s, "/o/", decodeTest, CacheOptions{}, slog.Default())
@@ -521,11 +521,11 @@ func TestObserve(t *testing.T) {
 		defer mu.Unlock()
 		seen = append(seen, fmt.Sprintf("%s %s", ev.Type, ev.Item.Name))
 	})
-	rev, err := s.Create(ctx, "/o/ns/b", obj("ns", "b", "red"), 0)
+	rev, err := s.Create(ctx, "/o/ns/b", obj("ns", "b", "red"), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Update(ctx, "/o/ns/b", obj("ns", "b", "blue"), rev, 0); err != nil {
+	if _, _, err := s.Update(ctx, "/o/ns/b", obj("ns", "b", "blue"), rev, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cur, _ := s.CurrentRevision(ctx)
@@ -533,7 +533,7 @@ func TestObserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
-	if _, err := s.Create(ctx, "/o/ns/c", obj("ns", "c", "red"), 0); err != nil {
+	if _, err := s.Create(ctx, "/o/ns/c", obj("ns", "c", "red"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cur, _ = s.CurrentRevision(ctx)
@@ -553,11 +553,11 @@ func TestLargeItemsPacked(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
 	big := fmt.Sprintf(`{"metadata":{"name":"big","namespace":"ns"},"data":%q}`, strings.Repeat("schema text ", 4000))
-	rev, err := s.Create(ctx, "/p/ns/big", []byte(big), 0)
+	rev, err := s.Create(ctx, "/p/ns/big", []byte(big), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, "/p/ns/small", obj("ns", "small", "red"), 0); err != nil {
+	if _, err := s.Create(ctx, "/p/ns/small", obj("ns", "small", "red"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c := NewCache(s, "/p/", decodeTest, CacheOptions{}, slog.Default())
@@ -594,7 +594,7 @@ func TestIdleCacheIsFresh(t *testing.T) {
 		}
 	}
 	busy.mu.Lock() // holds back the busy cache's events
-	rev, err := s.Create(ctx, "/busy/ns/a", obj("ns", "a", "red"), 0)
+	rev, err := s.Create(ctx, "/busy/ns/a", obj("ns", "a", "red"), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,7 +609,7 @@ func TestIdleCacheIsFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Keys that expire by themselves: never known up to date without etcd.
-	if _, err := s.Create(ctx, "/quiet/ns/b", obj("ns", "b", "red"), time.Hour); err != nil {
+	if _, err := s.Create(ctx, "/quiet/ns/b", obj("ns", "b", "red"), WriteOptions{TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := s.prefixes.settled("/quiet/"); ok {
@@ -633,12 +633,12 @@ func TestCacheLoadsWhileWritten(t *testing.T) {
 		kv, _, err := s.Get(ctx, key, 0)
 		switch {
 		case errors.Is(err, ErrNotFound):
-			_, err = s.Create(ctx, key, obj("ns", fmt.Sprint(i%50), "red"), 0)
+			_, err = s.Create(ctx, key, obj("ns", fmt.Sprint(i%50), "red"), WriteOptions{})
 		case err != nil:
 		case i%7 == 0:
 			_, _, err = s.Delete(ctx, key, kv.ModRevision)
 		default:
-			_, _, err = s.Update(ctx, key, obj("ns", fmt.Sprint(i%50), fmt.Sprint("c", i)), kv.ModRevision, 0)
+			_, _, err = s.Update(ctx, key, obj("ns", fmt.Sprint(i%50), fmt.Sprint("c", i)), kv.ModRevision, WriteOptions{})
 		}
 		return err
 	}

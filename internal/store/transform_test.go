@@ -49,7 +49,7 @@ func TestTransformer(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain := obj("ns", "a", "red")
-	rev, err := s.Create(ctx, "/t/ns/a", plain, 0)
+	rev, err := s.Create(ctx, "/t/ns/a", plain, WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +66,10 @@ func TestTransformer(t *testing.T) {
 		t.Fatalf("list: %+v %v", l, err)
 	}
 	// A conflict returns the current value, readable.
-	if _, cur, err := s.Update(ctx, "/t/ns/a", obj("ns", "a", "blue"), rev-1, 0); !errors.Is(err, ErrConflict) || !bytes.Equal(cur.Value, plain) {
+	if _, cur, err := s.Update(ctx, "/t/ns/a", obj("ns", "a", "blue"), rev-1, WriteOptions{}); !errors.Is(err, ErrConflict) || !bytes.Equal(cur.Value, plain) {
 		t.Fatalf("conflict: %v %+v", err, cur)
 	}
-	if _, _, err := s.Update(ctx, "/t/ns/a", obj("ns", "a", "blue"), rev, 0); err != nil {
+	if _, _, err := s.Update(ctx, "/t/ns/a", obj("ns", "a", "blue"), rev, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cur, _ := s.CurrentRevision(ctx)
@@ -103,25 +103,25 @@ func TestTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if _, err := s.Create(ctx, "/e/ns/short", obj("ns", "short", "x"), time.Second); err != nil {
+	if _, err := s.Create(ctx, "/e/ns/short", obj("ns", "short", "x"), WriteOptions{TTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, "/e/ns/kept", obj("ns", "kept", "x"), 0); err != nil {
+	if _, err := s.Create(ctx, "/e/ns/kept", obj("ns", "kept", "x"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, "/e/ns/short2", obj("ns", "short2", "x"), time.Second); err != nil {
+	if _, err := s.Create(ctx, "/e/ns/short2", obj("ns", "short2", "x"), WriteOptions{TTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	// Writes of one TTL share a lease (granted for the TTL and 5% more),
 	// while it has at least the TTL to run.
-	if _, err := s.Create(ctx, "/e/ns/long", obj("ns", "long", "x"), time.Hour); err != nil {
+	if _, err := s.Create(ctx, "/e/ns/long", obj("ns", "long", "x"), WriteOptions{TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	kv, _, _ := s.Get(ctx, "/e/ns/long", 0)
-	if _, _, err := s.Update(ctx, "/e/ns/long", obj("ns", "long", "y"), kv.ModRevision, time.Hour); err != nil {
+	if _, _, err := s.Update(ctx, "/e/ns/long", obj("ns", "long", "y"), kv.ModRevision, WriteOptions{TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, "/e/ns/long2", obj("ns", "long2", "x"), time.Hour); err != nil {
+	if _, err := s.Create(ctx, "/e/ns/long2", obj("ns", "long2", "x"), WriteOptions{TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := s.cli.Get(ctx, "/e/ns/long")
