@@ -9,7 +9,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/crdserver/crdserver/internal/apis/core"
+	"github.com/crdserver/crdserver/internal/admission"
 	"github.com/crdserver/crdserver/internal/controller"
 	"github.com/crdserver/crdserver/internal/controller/clusterroles"
 	"github.com/crdserver/crdserver/internal/controller/crdcleanup"
@@ -20,7 +20,6 @@ import (
 	"github.com/crdserver/crdserver/internal/controller/rootca"
 	"github.com/crdserver/crdserver/internal/controller/serviceaccounts"
 	"github.com/crdserver/crdserver/internal/controller/storagemigration"
-	"github.com/crdserver/crdserver/internal/resource"
 )
 
 // controllers are the controllers of one server.
@@ -69,7 +68,7 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 			serviceaccounts.New(s.builtin.Namespaces, s.builtin.ServiceAccounts, dyn, s.log),
 			storagemigration.New(s.registry, s.builtin.Migrations, crds, dyn, s.log),
 			clusterroles.NewAggregator(s.builtin.ClusterRoles.Cache, dyn, s.log),
-			typeChecker{s.adm},
+			admission.TypeChecker{Admission: s.adm, Log: s.log},
 		}
 		if s.tls != nil {
 			// The CA clients verify the server with (none over plain HTTP).
@@ -87,8 +86,3 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 
 // wait waits for the controllers to end (after runCtx).
 func (c *controllers) wait() { c.running.Wait() }
-
-// namespaceLifecycle is the NamespaceLifecycle check of creates.
-func namespaceLifecycle(s *Server) resource.NamespaceChecker {
-	return core.NamespaceLifecycle{Namespaces: s.builtin.Namespaces, Store: s.store, Terminations: s.builtin.NamespaceTerminations}
-}

@@ -9,7 +9,6 @@ import (
 	"github.com/crdserver/crdserver/internal/discovery"
 	"github.com/crdserver/crdserver/internal/filters"
 	"github.com/crdserver/crdserver/internal/loopback"
-	"github.com/crdserver/crdserver/internal/openapi"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/serviceaccount"
@@ -19,12 +18,12 @@ import (
 // outermost first: recovery, request info, metrics, the request timeout
 // (which serves on a goroutine of its own), stack room, authentication,
 // audit, impersonation, in-flight limits, authorization,
-// compression.
-func (s *Server) buildHandler() http.Handler {
-	metrics := filters.NewMetrics()
-	metrics.Registry.MustRegister(budgetCollectors(s.budget)...)
-	s.metrics = metrics
-	h := s.router(metrics)
+// compression. It reads the server's parts and sets none.
+func (s *Server) buildHandler() (http.Handler, error) {
+	h, err := s.router()
+	if err != nil {
+		return nil, err
+	}
 	authz := s.authorizer()
 	h = filters.WithCompression(h)
 	h = auth.WithAuthorization(h, authz)
@@ -34,32 +33,21 @@ func (s *Server) buildHandler() http.Handler {
 	h = auth.WithAuthentication(h, s.authn)
 	h = filters.WithStackRoom(h)
 	h = filters.WithRequestTimeout(h, s.cfg.RequestTimeout)
-	h = metrics.WithMetrics(h)
+	h = s.metrics.WithMetrics(h)
 	h = filters.WithRequestInfo(h)
 	h = filters.WithRecovery(h, s.log)
-	return h
+	return h, nil
 }
 
 // router sends resource requests to the engine and the rest to discovery,
 // OpenAPI, health and metrics.
-func (s *Server) router(metrics *filters.Metrics) http.Handler {
+func (s *Server) router() (http.Handler, error) {
 	disc := &discovery.Handler{Registry: s.registry, Version: Version()}
-	oapi := openapi.New(s.builtin.All, s.budget)
-	s.openapi = oapi
-	s.registry.Subscribe(oapi.Sync)
-	s.engine = &resource.Handler{
-		Store:             s.store,
-		Namespaces:        namespaceLifecycle(s),
-		Log:               s.log,
-		MinRequestTimeout: s.cfg.MinRequestTimeout,
-		Stopping:          s.stopping,
-	}
-	engine := s.engine
+	engine, oapi, metrics := s.engine, s.openapi, s.metrics
 	livez, readyz, healthz := s.healthEndpoints()
 	oidcConfig, jwks, err := s.tokens.Discovery(s.url + serviceaccount.JWKSPath)
 	if err != nil {
-		// The keys were checked when they were loaded.
-		panic(err)
+		return nil, err
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := request.InfoFrom(r.Context())
@@ -97,7 +85,7 @@ func (s *Server) router(metrics *filters.Metrics) http.Handler {
 		default:
 			request.WriteError(w, r, request.NotFound())
 		}
-	})
+	}), nil
 }
 
 // serveResource finds the resource and version a request names and hands

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,16 +16,15 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
+	"github.com/crdserver/crdserver/internal/admission"
 	"github.com/crdserver/crdserver/internal/apis"
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
-	"github.com/crdserver/crdserver/internal/apis/conversionrules"
+	"github.com/crdserver/crdserver/internal/apis/core"
 	"github.com/crdserver/crdserver/internal/audit"
 	"github.com/crdserver/crdserver/internal/auth"
 	"github.com/crdserver/crdserver/internal/auth/rbac"
 	"github.com/crdserver/crdserver/internal/budget"
-	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/encryption"
-	"github.com/crdserver/crdserver/internal/evolution"
 	"github.com/crdserver/crdserver/internal/filters"
 	"github.com/crdserver/crdserver/internal/loopback"
 	"github.com/crdserver/crdserver/internal/openapi"
@@ -56,7 +54,7 @@ type Server struct {
 	engine   *resource.Handler
 	openapi  *openapi.Publisher
 	metrics  *filters.Metrics
-	adm      *admissionControl
+	adm      *admission.Admission
 	http     *http.Server
 	conns    connTracker
 	listener net.Listener
@@ -93,11 +91,18 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.cancel = cancel
 	go resource.WarmBuiltinTypes()
 
+	// Storage: CRDs are stored as Kubernetes stores them (v1beta1), then
+	// encrypted where the encryption configuration says.
+	transformer, err := storageTransformer(runCtx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	s.store, err = store.Open(ctx, store.OpenOptions{
-		Dir:      filepath.Join(cfg.DataDir, "etcd"),
-		NoFsync:  cfg.EtcdNoFsync,
-		Log:      cfg.Logger,
-		External: store.ExternalConfig{Endpoints: cfg.EtcdServers, CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile},
+		Dir:         filepath.Join(cfg.DataDir, "etcd"),
+		NoFsync:     cfg.EtcdNoFsync,
+		Log:         cfg.Logger,
+		External:    store.ExternalConfig{Endpoints: cfg.EtcdServers, CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile},
+		Transformer: transformer,
 	})
 	if err != nil {
 		return nil, err
@@ -109,29 +114,25 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("audit log: %w", err)
 		}
 	}
-	// CRDs are stored as Kubernetes stores them (v1beta1), then encrypted
-	// where the encryption configuration says.
-	transformers := transformerChain{apiextensions.NewCRDStorage()}
-	if cfg.EncryptionProviderConfig != "" {
-		tf, err := encryption.Load(runCtx, cfg.EncryptionProviderConfig, apis.KeyResource)
-		if err != nil {
-			return nil, err
-		}
-		transformers = append(transformers, tf)
-	}
-	s.store.SetTransformer(transformers)
 	newCache := func(prefix string) *store.Cache {
 		return store.NewCache(s.store, prefix, resource.DecodeItem, cfg.Cache.internal(), s.log)
 	}
-	if s.tokens, err = newTokens(cfg); err != nil {
+
+	// The built-in APIs, and the registry of every resource made from
+	// them. A CRD change is checked against the CRD's stored objects,
+	// which only the registry holds: the CRDs' strategy reaches them
+	// through the server (existingObjects), which has a registry before
+	// it serves a request.
+	issuer, err := newTokens(cfg)
+	if err != nil {
 		return nil, err
 	}
 	s.policy = rbac.NewStore()
-	rules := &conversionrules.Options{}
-	compat := &apiextensions.Compatibility{Enforce: cfg.EnforceCRDCompatibility}
-	s.builtin = apis.New(newCache, s.policy, apis.Options{Store: s.store, EventTTL: cfg.EventTTL, Tokens: s.tokens, ConversionRules: rules, CRDCompatibility: compat})
-	s.tokens.SetObjects(s.builtin.TokenObjects(s.store))
+	s.builtin = apis.New(newCache, s.policy, apis.Options{Store: s.store, EventTTL: cfg.EventTTL, Tokens: issuer,
+		CRDChecks: &apis.CRDChecks{Enforce: cfg.EnforceCRDCompatibility, ExistingObjects: s.existingObjects}})
+	s.tokens = issuer.WithObjects(s.builtin.TokenObjects(s.store))
 	s.budget = budget.New(crdMemoryBudget(cfg.CRDMemoryBudget))
+	s.openapi = openapi.New(s.builtin.All, s.budget)
 	s.registry = registry.New(registry.Options{
 		Storage:         s.store,
 		NewCache:        newCache,
@@ -142,17 +143,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Budget:          s.budget,
 		Log:             s.log,
 	})
-	rules.CRD = func(name string) *apiextensionsv1.CustomResourceDefinition {
-		crd, err := s.registry.Index().FullCRD(name)
-		if err != nil {
-			s.log.Error("undecodable CRD", "name", name, "err", err)
-		}
-		return crd
-	}
-	compat.ExistingObjects = s.existingObjects
-	compat.Conversion = s.conversionFindings
+	s.registry.Subscribe(s.openapi.Sync)
 	s.policy.Follow(runCtx, rbacCaches(s.builtin.RBAC), s.log)
 
+	// Who is asking.
 	authnOpts := auth.Options{Insecure: cfg.Insecure, TokenFile: cfg.TokenAuthFile, Anonymous: !cfg.DisableAnonymous,
 		Tokens: []authenticator.Token{s.tokens}}
 	if !cfg.Insecure {
@@ -164,6 +158,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if s.authn, err = auth.NewAuthenticator(authnOpts); err != nil {
 		return nil, err
 	}
+	s.metrics = filters.NewMetrics()
+	s.metrics.Registry.MustRegister(budgetCollectors(s.budget)...)
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -174,11 +170,31 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if s.tls != nil {
 		s.url = "https://" + ln.Addr().String()
 	}
-	s.handler = s.buildHandler()
-	if s.adm, err = s.newAdmission(loopback.Config(s.handler), s.authorizer()); err != nil {
+
+	// Admission and the controllers call the server itself, through the
+	// handler made below (the loopback client).
+	loop := loopback.Config(http.HandlerFunc(s.serveLoopback))
+	s.adm, err = admission.NewLoopback(loop, admission.Options{
+		OpenAPI:          s.openapi.Client(),
+		Authorizer:       s.authorizer(),
+		ServiceAddresses: cfg.Conversion.ServiceAddresses,
+		Registerer:       s.metrics.Registry,
+		Log:              s.log,
+	})
+	if err != nil {
 		return nil, fmt.Errorf("admission: %w", err)
 	}
-	s.engine.Admission = s.adm
+	s.engine = &resource.Handler{
+		Store:             s.store,
+		Namespaces:        core.NamespaceLifecycle{Namespaces: s.builtin.Namespaces, Store: s.store, Terminations: s.builtin.NamespaceTerminations},
+		Admission:         admission.Engine{Admission: s.adm},
+		Log:               s.log,
+		MinRequestTimeout: cfg.MinRequestTimeout,
+		Stopping:          s.stopping,
+	}
+	if s.handler, err = s.buildHandler(); err != nil {
+		return nil, err
+	}
 	s.http = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 30 * time.Second,
@@ -206,7 +222,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.http.Close()
 		return nil, fmt.Errorf("start admission: %w", err)
 	}
-	if s.controllers, err = s.startControllers(ctx, runCtx, loopback.Config(s.handler)); err != nil {
+	if s.controllers, err = s.startControllers(ctx, runCtx, loop); err != nil {
 		_ = s.http.Close()
 		return nil, fmt.Errorf("start controllers: %w", err)
 	}
@@ -219,55 +235,31 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// maxCheckedObjects bounds how many stored objects a CRD change is checked
-// against.
-const maxCheckedObjects = 1000
-
-// existingObjects are (up to maxCheckedObjects of) a CRD's stored objects,
-// in a version, from its watch cache, for the compatibility checks of a
-// CRD change.
-func (s *Server) existingObjects(crd *apiextensionsv1.CustomResourceDefinition, version string) []map[string]any {
-	res := s.registry.Index().CRDResources[crd.Name]
-	if res == nil || res.Cache == nil {
-		return nil
-	}
-	// A consistent read, as a list is: every object written before the
-	// CRD change is checked.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if rev, err := s.store.CurrentRevision(ctx); err == nil {
-		_ = res.Cache.WaitFresh(ctx, rev)
-	}
-	items := res.Cache.List(store.ListOptions{Limit: maxCheckedObjects}).Items
-	raws, err := conversion.Items(context.Background(), res.Converter, items, res.APIVersion(version))
-	if err != nil {
-		return nil
-	}
-	out := make([]map[string]any, 0, len(raws))
-	for _, raw := range raws {
-		var obj map[string]any
-		if json.Unmarshal(raw, &obj) == nil {
-			out = append(out, obj)
-		}
-	}
-	return out
+// existingObjects are a CRD's stored objects in a version, for the
+// compatibility checks of a CRD change (Registry.ExistingObjects).
+func (s *Server) existingObjects(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) []map[string]any {
+	return s.registry.ExistingObjects(ctx, crd, version)
 }
 
-// conversionFindings checks a new revision of a CRD against its
-// ConversionRules, if it has any.
-func (s *Server) conversionFindings(crd *apiextensionsv1.CustomResourceDefinition) []evolution.Finding {
-	res := s.builtin.ConversionRules
-	it, _ := res.Cache.Get(res.Key("", crd.Name))
-	if it == nil {
-		return nil
+// serveLoopback serves the server's own clients (admission, the
+// controllers) with the whole handler, as any client is served.
+func (s *Server) serveLoopback(w http.ResponseWriter, r *http.Request) {
+	s.handler.ServeHTTP(w, r)
+}
+
+// storageTransformer is what values go through on their way to etcd: CRDs
+// to the v1beta1 Kubernetes stores them in, then encryption where the
+// encryption configuration says (reloaded until ctx ends).
+func storageTransformer(ctx context.Context, cfg Config) (store.Transformer, error) {
+	transformers := transformerChain{apiextensions.NewCRDStorage()}
+	if cfg.EncryptionProviderConfig != "" {
+		tf, err := encryption.Load(ctx, cfg.EncryptionProviderConfig, apis.KeyResource)
+		if err != nil {
+			return nil, err
+		}
+		transformers = append(transformers, tf)
 	}
-	cr, err := conversionrules.Decode(it.Bytes())
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return conversionrules.Findings(ctx, crd, cr.Spec)
+	return transformers, nil
 }
 
 // newTokens loads the ServiceAccount signing key (made in the data dir

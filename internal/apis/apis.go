@@ -6,6 +6,7 @@
 package apis
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"time"
@@ -75,11 +76,19 @@ type Options struct {
 	// Tokens issues ServiceAccount tokens (nil: serviceaccounts/token is
 	// not served).
 	Tokens *serviceaccount.Tokens
-	// ConversionRules check declarative conversion rules; their CRD
-	// lookup is filled in once the registry exists.
-	ConversionRules *conversionrules.Options
-	// CRDCompatibility checks CRD changes (nil: not checked).
-	CRDCompatibility *apiextensions.Compatibility
+	// CRDChecks, when set, check CRD changes against the deprecation
+	// policy, existing objects and ConversionRules (nil: not checked).
+	CRDChecks *CRDChecks
+}
+
+// CRDChecks are what CRD changes are checked with, besides the
+// ConversionRules the built-in APIs hold themselves.
+type CRDChecks struct {
+	// Enforce refuses every CRD change with findings.
+	Enforce bool
+	// ExistingObjects returns the stored objects of a CRD in a version (a
+	// bounded number of them); nil checks none.
+	ExistingObjects func(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) []map[string]any
 }
 
 // New builds the built-in resources, each served from the watch cache
@@ -93,6 +102,11 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 		}
 	})
 	terms := &core.Terminations{}
+	crdCache, rulesCache := newCache(apiextensions.CRDPrefix), newCache(conversionrules.Prefix)
+	var compat *apiextensions.Compatibility
+	if c := o.CRDChecks; c != nil {
+		compat = &apiextensions.Compatibility{Enforce: c.Enforce, ExistingObjects: c.ExistingObjects, Conversion: conversionrules.CRDFindings(rulesCache)}
+	}
 	b := &Builtin{
 		NamespaceTerminations: terms,
 		Namespaces:            core.Namespaces(newCache(core.NamespacePrefix), terms),
@@ -100,7 +114,7 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 		Secrets:               core.Secrets(newCache(core.SecretPrefix)),
 		Events:                core.Events(newCache(core.EventPrefix), o.EventTTL),
 		Leases:                coordination.Leases(newCache(coordination.LeasePrefix)),
-		CRDs:                  apiextensions.CRDs(newCache(apiextensions.CRDPrefix), o.CRDCompatibility),
+		CRDs:                  apiextensions.CRDs(crdCache, compat),
 		Migrations:            storagemigration.Migrations(newCache(storagemigration.Prefix)),
 		RBAC:                  rbac.Resources(newCache, policy),
 	}
@@ -114,10 +128,7 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 		tokens.Objects = b.TokenObjects(o.Store)
 	}
 	b.EventsV1 = events.Events(b.Events)
-	if o.ConversionRules == nil {
-		o.ConversionRules = &conversionrules.Options{}
-	}
-	b.ConversionRules = conversionrules.Resource(newCache(conversionrules.Prefix), o.ConversionRules)
+	b.ConversionRules = conversionrules.Resource(rulesCache, conversionrules.Options{CRD: apiextensions.Getter(crdCache)})
 	b.ClusterRoles = b.RBAC[0]
 	b.AdmissionRegistration = admissionregistration.New(newCache, admissionregistration.Options{
 		Authorizer: auth.Chain{auth.Privileged{}, policy},

@@ -108,9 +108,14 @@ func New(opts Options) (*Tokens, error) {
 	return t, nil
 }
 
-// SetObjects sets where the objects tokens name are found, before any
-// token is checked.
-func (t *Tokens) SetObjects(g Getter) { t.opts.Objects = g }
+// WithObjects returns Tokens that find the objects tokens name with g:
+// Tokens made before the objects' resources issue tokens, and these
+// (made after them) also authenticate them.
+func (t *Tokens) WithObjects(g Getter) *Tokens {
+	c := *t
+	c.opts.Objects = g
+	return &c
+}
 
 // Audiences are the API server's audiences.
 func (t *Tokens) Audiences() []string { return t.opts.Audiences }
@@ -178,6 +183,9 @@ var _ authenticator.Token = (*Tokens)(nil)
 func (t *Tokens) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
 	if !t.ourIssuer(token) {
 		return nil, false, nil
+	}
+	if t.opts.Objects == nil {
+		return nil, false, errors.New("service account tokens cannot be checked: no objects to check them against")
 	}
 	algs := make([]jose.SignatureAlgorithm, 0, len(t.keys))
 	for _, k := range t.keys {

@@ -115,6 +115,9 @@ type OpenOptions struct {
 	// NoFsync makes the embedded etcd skip fsync: much faster writes, but
 	// a crash of the machine may lose the latest ones (for tests).
 	NoFsync bool
+	// Transformer, when set, transforms every value the store writes and
+	// reads (encryption at rest).
+	Transformer Transformer
 }
 
 // Open starts the embedded etcd in o.Dir, or connects to the external
@@ -126,6 +129,7 @@ func Open(ctx context.Context, o OpenOptions) (*Store, error) {
 			return nil, err
 		}
 		s := New(cli)
+		s.tf = o.Transformer
 		hctx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
@@ -144,6 +148,7 @@ func Open(ctx context.Context, o OpenOptions) (*Store, error) {
 		return nil, err
 	}
 	s := New(e.Client)
+	s.tf = o.Transformer
 	s.close = e.Close
 	// It listens on no socket: every write is this process's.
 	s.onlyWriter = true

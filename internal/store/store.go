@@ -96,10 +96,6 @@ type Transformer interface {
 	FromStorage(ctx context.Context, key string, stored []byte) ([]byte, error)
 }
 
-// SetTransformer makes the store transform every value it writes and reads
-// with t. Call it before the store is used.
-func (s *Store) SetTransformer(t Transformer) { s.tf = t }
-
 // toStorage is what etcd stores for value at key.
 func (s *Store) toStorage(ctx context.Context, key string, value []byte) ([]byte, error) {
 	if s.tf == nil {

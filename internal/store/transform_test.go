@@ -41,7 +41,7 @@ func (reversing) FromStorage(_ context.Context, key string, v []byte) ([]byte, e
 // transformed value.
 func TestTransformer(t *testing.T) {
 	s := startStore(t)
-	s.SetTransformer(reversing{})
+	s.tf = reversing{}
 	ctx := context.Background()
 	c := NewCache(s, "/t/", decodeTest, CacheOptions{}, slog.Default())
 	defer c.Stop()

@@ -43,11 +43,27 @@ type Compatibility struct {
 	// ExistingObjects returns the stored objects of a CRD in a version
 	// (a bounded number of them), so that a new constraint is reported
 	// only when some object fails it; nil checks none.
-	ExistingObjects func(crd *apiextensionsv1.CustomResourceDefinition, version string) []map[string]any
+	ExistingObjects func(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string) []map[string]any
 	// Conversion returns what the new revision of a CRD does to its
 	// declarative conversion (a version that cannot hold another's
 	// fields); nil checks nothing.
-	Conversion func(crd *apiextensionsv1.CustomResourceDefinition) []evolution.Finding
+	Conversion func(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) []evolution.Finding
+}
+
+// Getter returns the CRD of a name as the cache of CRDs holds it now (nil
+// for none, or one that cannot be decoded).
+func Getter(cache *store.Cache) func(name string) *apiextensionsv1.CustomResourceDefinition {
+	return func(name string) *apiextensionsv1.CustomResourceDefinition {
+		it, _ := cache.Get(CRDPrefix + name)
+		if it == nil {
+			return nil
+		}
+		crd, err := Decode(it.Bytes())
+		if err != nil {
+			return nil
+		}
+		return crd
+	}
 }
 
 // CRDs is the customresourcedefinitions resource, served from cache. CRD
@@ -307,11 +323,11 @@ func (s crdStrategy) findings(ctx context.Context, obj, old *resource.Object) []
 	crd, prev := d.v1, od.v1
 	var opts evolution.Options
 	if s.compat.ExistingObjects != nil {
-		opts.ExistingObjects = func(version string) []map[string]any { return s.compat.ExistingObjects(prev, version) }
+		opts.ExistingObjects = func(version string) []map[string]any { return s.compat.ExistingObjects(ctx, prev, version) }
 	}
 	findings := evolution.CheckCRD(prev, crd, opts)
 	if s.compat.Conversion != nil {
-		findings = append(findings, s.compat.Conversion(crd)...)
+		findings = append(findings, s.compat.Conversion(ctx, crd)...)
 	}
 	return findings
 }
@@ -402,7 +418,7 @@ func (s crdStrategy) WarningsOnCreate(ctx context.Context, obj *resource.Object)
 	// name is converted by them, so say when they do not fit it.
 	if s.compat != nil && s.compat.Conversion != nil {
 		if d := decode(ctx, obj); d.err == nil {
-			for _, f := range s.compat.Conversion(d.v1) {
+			for _, f := range s.compat.Conversion(ctx, d.v1) {
 				warnings = append(warnings, findingText(f))
 			}
 		}

@@ -50,7 +50,7 @@ type Options struct {
 }
 
 // Resource is the conversionrules resource, served from cache.
-func Resource(cache *store.Cache, o *Options) *resource.Resource {
+func Resource(cache *store.Cache, o Options) *resource.Resource {
 	return &resource.Resource{
 		Group:          Group,
 		Plural:         "conversionrules",
@@ -78,7 +78,7 @@ func Decode(raw []byte) (*ConversionRules, error) {
 	return resource.Typed[ConversionRules](obj)
 }
 
-type strategy struct{ o *Options }
+type strategy struct{ o Options }
 
 func (strategy) Normalize(obj *resource.Object) ([]error, error) {
 	return resource.NormalizeTyped[ConversionRules](obj, "ConversionRules", Version, nil)

@@ -3,6 +3,7 @@ package conversionrules
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -11,6 +12,7 @@ import (
 	"github.com/crdserver/crdserver/internal/evolution"
 	"github.com/crdserver/crdserver/internal/roundtrip"
 	"github.com/crdserver/crdserver/internal/samples"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 // Samples is how many sample objects of each served version Prove
@@ -126,6 +128,24 @@ func Findings(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition
 		out = append(out, f)
 	}
 	return out
+}
+
+// CRDFindings returns Findings for a CRD under its ConversionRules as
+// cache holds them now (none for a CRD without).
+func CRDFindings(cache *store.Cache) func(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) []evolution.Finding {
+	return func(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) []evolution.Finding {
+		it, _ := cache.Get(Prefix + crd.Name)
+		if it == nil {
+			return nil
+		}
+		cr, err := Decode(it.Bytes())
+		if err != nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return Findings(ctx, crd, cr.Spec)
+	}
 }
 
 func orAbsent(raw []byte) string {

@@ -1,4 +1,4 @@
-package server
+package admission
 
 import (
 	"context"
@@ -16,22 +16,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/crdserver/crdserver/internal/admission"
-	"github.com/crdserver/crdserver/internal/auth"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/resource"
 )
 
-// admissionControl is the engine's dynamic admission: Kubernetes' own
-// admission plugins (internal/admission), with the versions and the
-// conversions of the served resources.
-type admissionControl struct {
-	*admission.Admission
-	log *slog.Logger
-}
-
-// newAdmission builds the admission plugins on the loopback client cfg.
-func (s *Server) newAdmission(cfg *rest.Config, authz auth.Chain) (*admissionControl, error) {
+// NewLoopback builds the admission plugins on the server's loopback
+// client config cfg: o's Client, Dynamic and RESTMapper (a discovery
+// mapper) are made from it.
+func NewLoopback(cfg *rest.Config, o Options) (*Admission, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -40,35 +32,31 @@ func (s *Server) newAdmission(cfg *rest.Config, authz auth.Chain) (*admissionCon
 	if err != nil {
 		return nil, err
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
-	a, err := admission.New(admission.Options{
-		Client:           client,
-		OpenAPI:          s.openapi.Client(),
-		Dynamic:          dyn,
-		RESTMapper:       mapper,
-		Authorizer:       authz,
-		ServiceAddresses: s.cfg.Conversion.ServiceAddresses,
-		Registerer:       s.metrics.Registry,
-		Log:              s.log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &admissionControl{Admission: a, log: s.log}, nil
+	o.Client, o.Dynamic = client, dyn
+	o.RESTMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
+	return New(o)
 }
+
+// Engine is the engine's dynamic admission (resource.AdmissionControl):
+// the plugins of an Admission, with the versions and the conversions of
+// the served resources, recording the plugins' audit annotations in the
+// request's audit event.
+type Engine struct{ *Admission }
+
+var _ resource.AdmissionControl = Engine{}
 
 // Admit runs the mutating plugins and records their audit annotations in
 // the request's audit event.
-func (a *admissionControl) Admit(ctx context.Context, attrs k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
-	err := a.Admission.Admit(ctx, attrs, o)
+func (e Engine) Admit(ctx context.Context, attrs k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
+	err := e.Admission.Admit(ctx, attrs, o)
 	recordAuditAnnotations(ctx, attrs)
 	return err
 }
 
 // Validate runs the validating plugins and records their audit
 // annotations in the request's audit event.
-func (a *admissionControl) Validate(ctx context.Context, attrs k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
-	err := a.Admission.Validate(ctx, attrs, o)
+func (e Engine) Validate(ctx context.Context, attrs k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
+	err := e.Admission.Validate(ctx, attrs, o)
 	recordAuditAnnotations(ctx, attrs)
 	return err
 }
@@ -80,14 +68,16 @@ func recordAuditAnnotations(ctx context.Context, attrs k8sadmission.Attributes) 
 	if level == "" {
 		return
 	}
-	for k, v := range admission.AuditAnnotations(attrs, auditinternal.Level(level)) {
+	for k, v := range AuditAnnotations(attrs, auditinternal.Level(level)) {
 		request.AddAuditAnnotation(ctx, k, v)
 	}
 }
 
-// ObjectInterfaces implements resource.AdmissionControl.
-func (a *admissionControl) ObjectInterfaces(res *resource.Resource) k8sadmission.ObjectInterfaces {
-	f := admission.ResourceFuncs{
+// ObjectInterfaces implements resource.AdmissionControl: res's versions,
+// its conversions between them (for a plugin that matches another
+// version) and its defaulting.
+func (e Engine) ObjectInterfaces(res *resource.Resource) k8sadmission.ObjectInterfaces {
+	f := ResourceFuncs{
 		EquivalentResources: func(gvr schema.GroupVersionResource, _ string) []schema.GroupVersionResource {
 			out := make([]schema.GroupVersionResource, 0, len(res.Versions))
 			for _, v := range res.Versions {
@@ -108,6 +98,9 @@ func (a *admissionControl) ObjectInterfaces(res *resource.Resource) k8sadmission
 			if err != nil {
 				return nil, err
 			}
+			// Kubernetes' ObjectInterfaces convert without a request's
+			// context; the conversion is bounded by the converter's own
+			// timeouts.
 			out, err := res.Converter.Convert(context.Background(), [][]byte{raw}, to.String())
 			if err != nil {
 				return nil, err
@@ -122,17 +115,23 @@ func (a *admissionControl) ObjectInterfaces(res *resource.Resource) k8sadmission
 	if res.FieldManagers != nil && res.FieldManagers.Default != nil {
 		f.Default = func(obj *unstructured.Unstructured) { res.FieldManagers.Default(obj.Object) }
 	}
-	return admission.NewObjectInterfaces(f)
+	return NewObjectInterfaces(f)
 }
 
-// typeChecker writes the type checking of ValidatingAdmissionPolicies into
-// their status, on the leader (kube-controller-manager's work).
-type typeChecker struct{ a *admissionControl }
+// TypeChecker is the controller that writes the type checking of
+// ValidatingAdmissionPolicies into their status, on the leader
+// (kube-controller-manager's work).
+type TypeChecker struct {
+	Admission *Admission
+	Log       *slog.Logger
+}
 
-func (t typeChecker) Name() string { return admission.TypeCheckerName }
+// Name implements controller.Controller.
+func (t TypeChecker) Name() string { return TypeCheckerName }
 
-func (t typeChecker) Run(ctx context.Context) {
-	if err := t.a.RunTypeChecker(ctx); err != nil && ctx.Err() == nil {
-		t.a.log.Warn("type checker", "err", err)
+// Run implements controller.Controller.
+func (t TypeChecker) Run(ctx context.Context) {
+	if err := t.Admission.RunTypeChecker(ctx); err != nil && ctx.Err() == nil {
+		t.Log.Warn("type checker", "err", err)
 	}
 }
