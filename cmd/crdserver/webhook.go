@@ -19,7 +19,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/yaml"
 
-	"github.com/crdserver/crdserver/internal/apis/conversionrules"
+	rulesv1alpha1 "github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 	"github.com/crdserver/crdserver/internal/conversion"
 )
 
@@ -51,7 +51,7 @@ func runConversionWebhook(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var cr conversionrules.ConversionRules
+	var cr rulesv1alpha1.ConversionRules
 	if err := yaml.UnmarshalStrict(data, &cr); err != nil {
 		return fmt.Errorf("%s: %w", *rulesFile, err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/crdserver/crdserver/internal/schema"
 	"github.com/crdserver/crdserver/internal/store"
+
+	rulesv1alpha1 "github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 )
 
 const benchCRD = `
@@ -75,7 +77,7 @@ func benchConverters(b testing.TB) map[string]Converter {
 		}
 		schemas["example.com/"+v.Name] = s
 	}
-	rs := RuleSet{Hub: "v1", Versions: []VersionRules{{Name: "v1beta1", ToHub: []Rule{{Split: &SplitRule{From: ".hostPort", To: []string{".host", ".port"}, Separator: ":"}}}}}}
+	rs := rulesv1alpha1.RuleSet{Hub: "v1", Versions: []rulesv1alpha1.VersionRules{{Name: "v1beta1", ToHub: []rulesv1alpha1.Rule{{Split: &rulesv1alpha1.SplitRule{From: ".hostPort", To: []string{".host", ".port"}, Separator: ":"}}}}}}
 	rules, errs := NewRules(rs, "example.com", []string{"v1beta1", "v1"})
 	if errs != nil {
 		b.Fatal(errs.ToAggregate())

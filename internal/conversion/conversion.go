@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	rulesv1alpha1 "github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/schema"
 )
@@ -132,7 +133,7 @@ func Strategy(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (Conv
 // (see WithSchemas). Rules
 // that do not compile for the CRD's versions (it changed since they were
 // accepted) give a Failing converter and the error.
-func ForRules(crd *apiextensionsv1.CustomResourceDefinition, rs RuleSet, schemas map[string]*schema.Version, schemaRev int64) (Converter, error) {
+func ForRules(crd *apiextensionsv1.CustomResourceDefinition, rs rulesv1alpha1.RuleSet, schemas map[string]*schema.Version, schemaRev int64) (Converter, error) {
 	var versions []string
 	for _, v := range crd.Spec.Versions {
 		versions = append(versions, v.Name)

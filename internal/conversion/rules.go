@@ -11,121 +11,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	rulesv1alpha1 "github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 	"github.com/crdserver/crdserver/internal/jsonraw"
 )
-
-// Declarative conversion: a CRD's versions converted by rules that are
-// data, in process, without a webhook. A RuleSet names a hub version; every
-// other version says how its objects become hub objects (ToHub) and, when
-// that cannot be derived, how hub objects become its objects (FromHub).
-// An object goes from version A to version B through the hub: A's ToHub,
-// then B's FromHub. Every named rule has an inverse, so FromHub is derived
-// from ToHub (inverses in reverse order) unless the version gives it, which
-// it must when ToHub uses a CEL expression.
-//
-// Paths are dot-separated fields from the object's root: ".spec.host".
-// They name object fields only (no list indexes).
-
-// RuleSet is the spec of a ConversionRules object.
-type RuleSet struct {
-	// Hub is the version conversions go through.
-	Hub string `json:"hub"`
-	// Versions are the rules of every served version but the hub.
-	Versions []VersionRules `json:"versions"`
-}
-
-// VersionRules say how one version's objects become hub objects and back.
-type VersionRules struct {
-	Name    string `json:"name"`
-	ToHub   []Rule `json:"toHub,omitempty"`
-	FromHub []Rule `json:"fromHub,omitempty"`
-}
-
-// Rule is one conversion step: exactly one of its fields is set.
-type Rule struct {
-	// Rename moves a field: the value at From goes to To.
-	Rename *RenameRule `json:"rename,omitempty"`
-	// MapValues replaces string values at Path by their image in Values
-	// (an enum renamed); others stay as they are.
-	MapValues *MapValuesRule `json:"mapValues,omitempty"`
-	// Split cuts the string at From at each Separator into the fields of
-	// To (the last takes the rest); Join is its inverse.
-	Split *SplitRule `json:"split,omitempty"`
-	Join  *JoinRule  `json:"join,omitempty"`
-	// Wrap puts the value at Path into an object, as its Field; Unwrap is
-	// its inverse.
-	Wrap   *WrapRule `json:"wrap,omitempty"`
-	Unwrap *WrapRule `json:"unwrap,omitempty"`
-	// Default sets Path to Value where it is absent (a field the source
-	// version does not have); its inverse removes Path.
-	Default *DefaultRule `json:"default,omitempty"`
-	// Remove drops Path (what the target version cannot hold; lossy unless
-	// kept elsewhere).
-	Remove *PathRule `json:"remove,omitempty"`
-	// Annotation restores Path from the annotation Key, where the other
-	// direction keeps it: a field with no counterpart in the source
-	// version, kept as Kubernetes authors keep them. Its inverse stores
-	// Path's value (JSON) in the annotation.
-	Annotation *AnnotationRule `json:"annotation,omitempty"`
-	// CEL sets Path to the value of a CEL expression over the object
-	// (self); it has no inverse.
-	CEL *CELRule `json:"cel,omitempty"`
-}
-
-// RenameRule is a Rename.
-type RenameRule struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-// MapValuesRule is a MapValues.
-type MapValuesRule struct {
-	Path   string            `json:"path"`
-	Values map[string]string `json:"values"`
-}
-
-// SplitRule is a Split.
-type SplitRule struct {
-	From      string   `json:"from"`
-	To        []string `json:"to"`
-	Separator string   `json:"separator"`
-}
-
-// JoinRule is a Join.
-type JoinRule struct {
-	From      []string `json:"from"`
-	To        string   `json:"to"`
-	Separator string   `json:"separator"`
-}
-
-// WrapRule is a Wrap or an Unwrap.
-type WrapRule struct {
-	Path  string `json:"path"`
-	Field string `json:"field"`
-}
-
-// DefaultRule is a Default.
-type DefaultRule struct {
-	Path  string          `json:"path"`
-	Value json.RawMessage `json:"value"`
-}
-
-// PathRule names one field.
-type PathRule struct {
-	Path string `json:"path"`
-}
-
-// AnnotationRule is an Annotation.
-type AnnotationRule struct {
-	Path string `json:"path"`
-	Key  string `json:"key"`
-}
-
-// CELRule is a CEL.
-type CELRule struct {
-	Path       string `json:"path"`
-	Expression string `json:"expression"`
-}
 
 // step is a compiled rule.
 type step interface {
@@ -143,7 +31,7 @@ type compiled struct {
 
 // CompileRules checks a RuleSet against the versions it converts and
 // compiles it. Errors name the field of the rule set they are about.
-func CompileRules(rs RuleSet, versions []string) (*compiled, field.ErrorList) {
+func CompileRules(rs rulesv1alpha1.RuleSet, versions []string) (*compiled, field.ErrorList) {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	if !contains(versions, rs.Hub) {
@@ -203,7 +91,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func compileSteps(rules []Rule, p *field.Path) ([]step, field.ErrorList) {
+func compileSteps(rules []rulesv1alpha1.Rule, p *field.Path) ([]step, field.ErrorList) {
 	var out []step
 	var errs field.ErrorList
 	for i, r := range rules {
@@ -216,7 +104,7 @@ func compileSteps(rules []Rule, p *field.Path) ([]step, field.ErrorList) {
 	return out, errs
 }
 
-func compileRule(r Rule, p *field.Path) (step, field.ErrorList) {
+func compileRule(r rulesv1alpha1.Rule, p *field.Path) (step, field.ErrorList) {
 	var set []string
 	var s step
 	var errs field.ErrorList
@@ -638,7 +526,7 @@ type Rules struct {
 
 // NewRules returns the converter of a rule set for the CRD of group with
 // the given versions; errors name the rule set's fields.
-func NewRules(rs RuleSet, group string, versions []string) (*Rules, field.ErrorList) {
+func NewRules(rs rulesv1alpha1.RuleSet, group string, versions []string) (*Rules, field.ErrorList) {
 	c, errs := CompileRules(rs, versions)
 	if errs != nil {
 		return nil, errs

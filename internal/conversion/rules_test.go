@@ -8,11 +8,13 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	rulesv1alpha1 "github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 )
 
 func mustRules(t *testing.T, spec string, versions ...string) *Rules {
 	t.Helper()
-	var rs RuleSet
+	var rs rulesv1alpha1.RuleSet
 	if err := yaml.UnmarshalStrict([]byte(spec), &rs); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ versions:
 		{`hub: v2
 versions: []`, `spec.versions: Required value: version "v1" has no rules`},
 	} {
-		var rs RuleSet
+		var rs rulesv1alpha1.RuleSet
 		if err := yaml.UnmarshalStrict([]byte(c.spec), &rs); err != nil {
 			t.Fatal(err)
 		}

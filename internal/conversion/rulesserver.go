@@ -10,6 +10,8 @@ import (
 	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	rulesv1alpha1 "github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 )
 
 // maxReviewBytes bounds a ConversionReview request (Kubernetes' request
@@ -96,7 +98,7 @@ func (r *Rules) convertRaw(objs []runtime.RawExtension, to string) ([]runtime.Ra
 // RulesFromObject reads a ConversionRules manifest (JSON or YAML decoded
 // into a map) for a webhook: its rule set, and the group and versions it
 // converts (from its name, <plural>.<group>, and its versions).
-func RulesFromObject(name string, rs RuleSet) (*Rules, error) {
+func RulesFromObject(name string, rs rulesv1alpha1.RuleSet) (*Rules, error) {
 	_, group, ok := cutDot(name)
 	if !ok {
 		return nil, fmt.Errorf("the ConversionRules name %q is not <plural>.<group>", name)

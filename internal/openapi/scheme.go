@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 
-	"github.com/crdserver/crdserver/internal/apis/conversionrules"
+	rulesv1alpha1 "github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 )
 
 // builtinScheme holds the Go types of the built-in groups crdserver
@@ -35,7 +35,7 @@ var builtinScheme = sync.OnceValue(func() *runtime.Scheme {
 		svmv1.AddToScheme,
 		svmv1beta1.AddToScheme,
 		apiextensionsv1.AddToScheme,
-		conversionrules.AddToScheme,
+		rulesv1alpha1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			panic(err)

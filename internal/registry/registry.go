@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
+	rulesv1alpha1 "github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 	"github.com/crdserver/crdserver/internal/budget"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/resource"
@@ -231,7 +232,7 @@ type strategyEntry struct {
 
 // ruleEntry is one stored ConversionRules.
 type ruleEntry struct {
-	spec conversion.RuleSet
+	spec rulesv1alpha1.RuleSet
 	rev  int64
 }
 

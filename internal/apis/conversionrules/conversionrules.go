@@ -1,6 +1,7 @@
 // Package conversionrules is crdserver's own API for declarative
 // conversion: conversion.crdserver.io/v1alpha1 ConversionRules, one per
-// CRD (named after it), whose spec (conversion.RuleSet) says how the CRD's
+// CRD (named after it), whose spec (v1alpha1.RuleSet, the types of the
+// API are in v1alpha1) says how the CRD's
 // versions convert through a hub version with named rules and CEL. On
 // crdserver the rules replace the CRD's conversion strategy, in process; the
 // same rules run as an ordinary conversion webhook (`crdserver
@@ -12,36 +13,21 @@ package conversionrules
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/store"
 )
 
-// Group and Version of the API.
-const (
-	Group   = "conversion.crdserver.io"
-	Version = "v1alpha1"
-)
-
 // Prefix is where ConversionRules live in etcd.
-const Prefix = "/registry/" + Group + "/conversionrules/"
-
-// ConversionRules are the conversion rules of one CRD, named after it.
-type ConversionRules struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              conversion.RuleSet `json:"spec"`
-}
+const Prefix = "/registry/" + v1alpha1.Group + "/conversionrules/"
 
 // Options are what the resource checks rule sets with.
 type Options struct {
@@ -52,36 +38,36 @@ type Options struct {
 // Resource is the conversionrules resource, served from cache.
 func Resource(cache *store.Cache, o Options) *resource.Resource {
 	return &resource.Resource{
-		Group:          Group,
+		Group:          v1alpha1.Group,
 		Plural:         "conversionrules",
 		Singular:       "conversionrules",
 		Kind:           "ConversionRules",
 		ListKind:       "ConversionRulesList",
-		Versions:       []*resource.Version{{Name: Version}},
-		StorageVersion: Version,
+		Versions:       []*resource.Version{{Name: v1alpha1.Version}},
+		StorageVersion: v1alpha1.Version,
 		KeyPrefix:      Prefix,
 		Cache:          cache,
 		Strategy:       strategy{o},
 		Converter:      conversion.None{},
 		Table:          table{},
-		FieldManagers:  &resource.FieldManagers{Group: Group, Kind: "ConversionRules", Converter: conversion.None{}},
+		FieldManagers:  &resource.FieldManagers{Group: v1alpha1.Group, Kind: "ConversionRules", Converter: conversion.None{}},
 		Verbs:          resource.DefaultVerbs,
 	}
 }
 
 // Decode reads the rule set of a stored ConversionRules.
-func Decode(raw []byte) (*ConversionRules, error) {
+func Decode(raw []byte) (*v1alpha1.ConversionRules, error) {
 	obj, err := resource.DecodeObject(raw)
 	if err != nil {
 		return nil, err
 	}
-	return resource.Typed[ConversionRules](obj)
+	return resource.Typed[v1alpha1.ConversionRules](obj)
 }
 
 type strategy struct{ o Options }
 
 func (strategy) Normalize(obj *resource.Object) ([]error, error) {
-	return resource.NormalizeTyped[ConversionRules](obj, "ConversionRules", Version, nil)
+	return resource.NormalizeTyped[v1alpha1.ConversionRules](obj, "ConversionRules", v1alpha1.Version, nil)
 }
 
 func (strategy) PrepareForCreate(_ context.Context, obj *resource.Object) { obj.Meta.Generation = 1 }
@@ -94,7 +80,7 @@ func (strategy) PrepareForUpdate(_ context.Context, obj, old *resource.Object) {
 }
 
 func (s strategy) Validate(ctx context.Context, obj *resource.Object) field.ErrorList {
-	cr, err := resource.Typed[ConversionRules](obj)
+	cr, err := resource.Typed[v1alpha1.ConversionRules](obj)
 	if err != nil {
 		return field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
 	}
@@ -134,64 +120,4 @@ func (table) ConvertToTable(_ context.Context, _ string, objs []*unstructured.Un
 		tbl.Rows = append(tbl.Rows, metav1.TableRow{Cells: []any{o.GetName(), hub, resource.Age(o.GetCreationTimestamp())}})
 	}
 	return tbl, nil
-}
-
-// ConversionRulesList is a list of ConversionRules.
-type ConversionRulesList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ConversionRules `json:"items"`
-}
-
-// SchemeGroupVersion is the API's group and version.
-var SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: Version}
-
-// AddToScheme registers the API's types (for OpenAPI).
-func AddToScheme(s *runtime.Scheme) error {
-	s.AddKnownTypes(SchemeGroupVersion, &ConversionRules{}, &ConversionRulesList{})
-	metav1.AddToGroupVersion(s, SchemeGroupVersion)
-	return nil
-}
-
-// DeepCopyObject implements runtime.Object.
-func (c *ConversionRules) DeepCopyObject() runtime.Object { return deepCopy(c) }
-
-// DeepCopyObject implements runtime.Object.
-func (l *ConversionRulesList) DeepCopyObject() runtime.Object { return deepCopy(l) }
-
-// deepCopy copies an object through JSON (these types are plain data).
-func deepCopy[T any](in *T) *T {
-	b, err := json.Marshal(in)
-	if err != nil {
-		panic(err)
-	}
-	out := new(T)
-	if err := json.Unmarshal(b, out); err != nil {
-		panic(err)
-	}
-	return out
-}
-
-// OpenAPIModelName names the type in OpenAPI documents.
-func (ConversionRules) OpenAPIModelName() string {
-	return "io.crdserver.conversion.v1alpha1.ConversionRules"
-}
-
-// OpenAPIModelName names the type in OpenAPI documents.
-func (ConversionRulesList) OpenAPIModelName() string {
-	return "io.crdserver.conversion.v1alpha1.ConversionRulesList"
-}
-
-// SwaggerDoc describes the fields (kubectl explain).
-func (ConversionRules) SwaggerDoc() map[string]string {
-	return map[string]string{
-		"":         "ConversionRules convert the objects of the CustomResourceDefinition they are named after between its versions, in crdserver itself, without a webhook: every version converts to and from a hub version by named rules (rename, mapValues, split, join, wrap, unwrap, default, remove, annotation) and CEL expressions. A rule set is accepted only if it loses nothing on sample objects of every version.",
-		"metadata": "Standard object's metadata; the name is the CRD's.",
-		"spec":     "The hub version and each other version's rules.",
-	}
-}
-
-// SwaggerDoc describes the fields (kubectl explain).
-func (ConversionRulesList) SwaggerDoc() map[string]string {
-	return map[string]string{"": "A list of ConversionRules.", "metadata": "Standard list metadata.", "items": "The ConversionRules."}
 }

@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/evolution"
 	"github.com/crdserver/crdserver/internal/roundtrip"
@@ -104,7 +105,7 @@ func lossText(l roundtrip.Loss) string {
 // that another version cannot hold under the rules (conversion-loses-field,
 // naming the version that cannot hold it) or a conversion that fails
 // (conversion-fails).
-func Findings(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, spec conversion.RuleSet) []evolution.Finding {
+func Findings(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, spec v1alpha1.RuleSet) []evolution.Finding {
 	var versions []string
 	for _, v := range crd.Spec.Versions {
 		versions = append(versions, v.Name)
