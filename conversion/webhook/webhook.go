@@ -3,13 +3,10 @@ package webhook
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"github.com/crdserver/crdserver/internal/conversion/review"
 )
 
 // Scheme converts the objects of one kind between its versions through an
@@ -110,45 +107,25 @@ func (s *Scheme[H]) Convert(obj []byte, desiredAPIVersion string) ([]byte, error
 	return json.Marshal(converted)
 }
 
-// maxBody bounds a ConversionReview request.
-const maxBody = 64 * 1024 * 1024
-
 // ServeHTTP answers ConversionReviews (apiextensions.k8s.io/v1 and
 // v1beta1, answered in the version asked): each object is converted
 // independently, in order, and the response copies the request's uid. A
-// failed conversion answers result.status Failure with the reason.
+// failed conversion answers result.status Failure with the reason. A
+// body over 128 MiB is refused (413), as crdserver's own rules webhook
+// refuses it.
 func (s *Scheme[H]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "ConversionReviews are POSTed", http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var review apiextensionsv1.ConversionReview
-	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
-		http.Error(w, fmt.Sprintf("not a ConversionReview: %v", err), http.StatusBadRequest)
-		return
-	}
-	if review.APIVersion != "apiextensions.k8s.io/v1" && review.APIVersion != "apiextensions.k8s.io/v1beta1" {
-		http.Error(w, fmt.Sprintf("unsupported ConversionReview version %q", review.APIVersion), http.StatusBadRequest)
-		return
-	}
-	req := review.Request
-	resp := &apiextensionsv1.ConversionResponse{UID: req.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
-	resp.ConvertedObjects = make([]runtime.RawExtension, 0, len(req.Objects))
-	for i, o := range req.Objects {
-		out, err := s.Convert(o.Raw, req.DesiredAPIVersion)
-		if err != nil {
-			resp.ConvertedObjects = nil
-			resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: fmt.Sprintf("object %d: %v", i, err)}
-			break
+	review.Serve(w, r, s.convertAll)
+}
+
+// convertAll converts the objects of one review; the first that fails
+// fails the review.
+func (s *Scheme[H]) convertAll(objs [][]byte, desiredAPIVersion string) ([][]byte, error) {
+	out := make([][]byte, len(objs))
+	for i, o := range objs {
+		var err error
+		if out[i], err = s.Convert(o, desiredAPIVersion); err != nil {
+			return nil, fmt.Errorf("object %d: %v", i, err)
 		}
-		resp.ConvertedObjects = append(resp.ConvertedObjects, runtime.RawExtension{Raw: out})
 	}
-	answer := apiextensionsv1.ConversionReview{TypeMeta: review.TypeMeta, Response: resp}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(&answer)
+	return out, nil
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -21,11 +20,11 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crdserver/crdserver/internal/conversion/review"
 	"github.com/crdserver/crdserver/internal/jsonraw"
 )
 
@@ -38,10 +37,6 @@ type Webhook struct {
 	kind          string
 	group         string
 }
-
-// maxResponseBytes bounds a webhook's answer (a list of objects at most
-// a few times the largest request body).
-const maxResponseBytes = 128 * 1024 * 1024
 
 func newWebhook(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (*Webhook, error) {
 	conv := crd.Spec.Conversion
@@ -160,14 +155,7 @@ func (w *Webhook) Convert(ctx context.Context, objs [][]byte, to string) (Result
 // call sends one ConversionReview and checks the answer.
 func (w *Webhook) call(ctx context.Context, objs [][]byte, to, gvk string) ([][]byte, error) {
 	uid := uuid.NewUUID()
-	review := apiextensionsv1.ConversionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: w.reviewVersion, Kind: "ConversionReview"},
-		Request:  &apiextensionsv1.ConversionRequest{UID: uid, DesiredAPIVersion: to, Objects: make([]runtime.RawExtension, len(objs))},
-	}
-	for i, o := range objs {
-		review.Request.Objects[i] = runtime.RawExtension{Raw: o}
-	}
-	body, err := json.Marshal(&review)
+	body, err := review.EncodeRequest(w.reviewVersion, uid, to, objs)
 	if err != nil {
 		return nil, fmt.Errorf("conversion webhook for %v failed: %v", gvk, err)
 	}
@@ -182,18 +170,18 @@ func (w *Webhook) call(ctx context.Context, objs [][]byte, to, gvk string) ([][]
 		return nil, fmt.Errorf("conversion webhook for %v failed: %v", gvk, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	data, err := review.ReadBody(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("conversion webhook for %v failed: %v", gvk, err)
 	}
 	if resp.StatusCode < http.StatusOK || resp.StatusCode > http.StatusPartialContent {
 		return nil, fmt.Errorf("conversion webhook for %v failed: %v", gvk, responseError(resp, data))
 	}
-	var answer apiextensionsv1.ConversionReview
-	if err := json.Unmarshal(data, &answer); err != nil {
+	answer, err := review.DecodeResponse(data)
+	if err != nil {
 		return nil, fmt.Errorf("conversion webhook for %v failed: malformed response: %v", gvk, err)
 	}
-	if answer.APIVersion != w.reviewVersion || answer.Kind != "ConversionReview" {
+	if answer.APIVersion != w.reviewVersion || answer.Kind != review.Kind {
 		return nil, fmt.Errorf("conversion webhook for %v failed: expected webhook response of %s, Kind=ConversionReview, got %s, Kind=%s", gvk, w.reviewVersion, answer.APIVersion, answer.Kind)
 	}
 	r := answer.Response
