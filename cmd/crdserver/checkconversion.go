@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/roundtrip"
 	"github.com/crdserver/crdserver/internal/samples"
 )
@@ -213,7 +214,7 @@ func checkConversion(args []string, stdout, stderr io.Writer) (code int) {
 	}
 
 	if len(served) > 1 && rep.Objects > 0 {
-		var conv roundtrip.Converter
+		var conv conversion.Converter
 		if viaServer {
 			srv, err := roundtrip.NewServer(ctx, client, crd)
 			if err != nil {
@@ -241,7 +242,7 @@ func checkConversion(args []string, stdout, stderr io.Writer) (code int) {
 			if err != nil {
 				return setupError(err)
 			}
-			defer w.Close()
+			defer conversion.Close(w)
 			conv = w
 		}
 		losses, err := roundtrip.RoundTripWithOptions(ctx, crd, conv, bySample, roundtrip.Options{Strict: *strict})

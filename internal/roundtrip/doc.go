@@ -3,9 +3,10 @@
 // one version and read in another converts back without losing anything.
 //
 // For every served version A and every other served version B, each
-// sample object of A is converted A→B→A by a Converter and compared with
-// the original; every path whose value was lost or changed is a Loss, and
-// so is a conversion that fails or gives an object B's schema refuses:
+// sample object of A is converted A→B→A by a converter — crdserver's own
+// contract, conversion.Converter — and compared with the original; every
+// path whose value was lost or changed is a Loss, and so is a conversion
+// that fails or gives an object B's schema refuses:
 //
 //	conv, err := roundtrip.NewWebhook(crd, "https://127.0.0.1:9443/convert", caPEM, 30*time.Second)
 //	objs, _ := samples.Generate(crd, "v1", 20, 1)
@@ -13,21 +14,25 @@
 //
 // The converters:
 //
-//   - Webhook calls a conversion webhook directly, as crdserver does
+//   - NewWebhook calls a conversion webhook directly, as crdserver does
 //     (ConversionReview apiextensions.k8s.io/v1, the answer checked the
 //     same way), then prunes and defaults with the target version's schema,
 //     as the server does after a conversion.
-//   - Strategy converts with the CRD's own spec.conversion in process:
+//   - NewStrategy converts with the CRD's own spec.conversion in process:
 //     None (apiVersion only, then the target schema prunes), or its
 //     webhook.
+//   - NewRules converts with declarative rules in process, as crdserver
+//     does for a CRD that has ConversionRules (the proof that accepts
+//     them, internal/apis/conversionrules).
 //   - Server uses a server's own conversion through its API: it creates
 //     each object in a scratch namespace (crdserver-check-<random>) and
 //     reads it in the other version (see Server). It is an Admitter: the
 //     round trip starts from the object as the server created it, so that
 //     defaulting and pruning are not losses.
 //
-// Any other Converter plugs in the same way, such as conversion rules run
-// in process when a CRD is written.
+// The first three are what conversion.ForCRD and conversion.WithSchemas
+// make for the server itself; any other conversion.Converter plugs in the
+// same way.
 //
 // The comparison (Compare) ignores apiVersion and the metadata the server
 // sets (resourceVersion, uid, creationTimestamp, generation,

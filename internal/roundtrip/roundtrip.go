@@ -12,28 +12,20 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/schema"
 )
 
-// Converter converts objects of one CRD between its versions.
-type Converter interface {
-	// Convert converts objs, each in its own apiVersion, to toAPIVersion
-	// (group/version): one object per object, in order. It may fail for
-	// the whole batch; the round trip then converts the objects one at a
-	// time to tell which fail.
-	Convert(ctx context.Context, objs []map[string]any, toAPIVersion string) ([]map[string]any, error)
-}
-
-// Admitter is a Converter that stores objects, as a server does: Admit
-// writes objs (each in its own apiVersion) and returns them as written,
-// read in the same version. A round trip through an Admitter starts from
-// what Admit returns rather than from the sample defaulted and pruned in
-// process; a version that is not the storage version is checked on the
-// way too, since writing in it and reading it back converts it to the
-// storage version and back.
+// Admitter is a converter that stores objects, as a server does: Admit
+// writes objs (encoded, each in its own apiVersion) and returns them as
+// written, read in the same version. A round trip through an Admitter
+// starts from what Admit returns rather than from the sample defaulted
+// and pruned in process; a version that is not the storage version is
+// checked on the way too, since writing in it and reading it back
+// converts it to the storage version and back.
 type Admitter interface {
-	Converter
-	Admit(ctx context.Context, objs []map[string]any) ([]map[string]any, error)
+	conversion.Converter
+	Admit(ctx context.Context, objs [][]byte) ([][]byte, error)
 }
 
 // Kind is what happened to a value on a round trip.
@@ -116,12 +108,12 @@ type Options struct {
 // server says so when the object is written in B). The error is for what
 // stops the check itself: samples of a version that is not served, a
 // schema that does not compile, ctx ending.
-func RoundTrip(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, conv Converter, samples map[string][]map[string]any) ([]Loss, error) {
+func RoundTrip(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, conv conversion.Converter, samples map[string][]map[string]any) ([]Loss, error) {
 	return RoundTripWithOptions(ctx, crd, conv, samples, Options{})
 }
 
 // RoundTripWithOptions is RoundTrip with options.
-func RoundTripWithOptions(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, conv Converter, samples map[string][]map[string]any, opts Options) ([]Loss, error) {
+func RoundTripWithOptions(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, conv conversion.Converter, samples map[string][]map[string]any, opts Options) ([]Loss, error) {
 	served := ServedVersions(crd)
 	index := map[string]int{}
 	for i, v := range served {
@@ -186,7 +178,17 @@ func (r *run) originals(ctx context.Context, ai int, objs []map[string]any) ([]m
 		return normalized, names, nil
 	}
 	// The samples as they are: the server defaults and prunes.
-	admitted, errs, err := each(ctx, objs, admitter.Admit)
+	admitted, errs, err := each(ctx, objs, func(ctx context.Context, objs []map[string]any) ([]map[string]any, error) {
+		in, err := encodeAll(objs)
+		if err != nil {
+			return nil, err
+		}
+		out, err := admitter.Admit(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return decodeAll(out, "admitted object")
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -222,7 +224,7 @@ func (r *run) trip(ctx context.Context, ai, bi int, originals []map[string]any, 
 		}
 	}
 	there, errs, err := each(ctx, in, func(ctx context.Context, objs []map[string]any) ([]map[string]any, error) {
-		return r.conv.Convert(ctx, objs, r.crd.Spec.Group+"/"+b)
+		return convert(ctx, r.conv, objs, r.crd.Spec.Group+"/"+b)
 	})
 	if err != nil {
 		return err
@@ -246,7 +248,7 @@ func (r *run) trip(ctx context.Context, ai, bi int, originals []map[string]any, 
 		back = append(back, there[j])
 	}
 	home, errs, err := each(ctx, back, func(ctx context.Context, objs []map[string]any) ([]map[string]any, error) {
-		return r.conv.Convert(ctx, objs, r.crd.Spec.Group+"/"+a)
+		return convert(ctx, r.conv, objs, r.crd.Spec.Group+"/"+a)
 	})
 	if err != nil {
 		return err
@@ -306,7 +308,7 @@ func ObjectName(obj map[string]any) string {
 // run collects the losses of one RoundTrip with what sorts them.
 type run struct {
 	crd     *apiextensionsv1.CustomResourceDefinition
-	conv    Converter
+	conv    conversion.Converter
 	served  []string
 	index   map[string]int // of served
 	storage string
@@ -472,6 +474,43 @@ func cloneAll(objs []map[string]any) ([]map[string]any, error) {
 		var err error
 		if out[i], err = clone(o); err != nil {
 			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// convert converts decoded objects with conv: encoded, converted, and
+// the answer decoded.
+func convert(ctx context.Context, conv conversion.Converter, objs []map[string]any, to string) ([]map[string]any, error) {
+	in, err := encodeAll(objs)
+	if err != nil {
+		return nil, err
+	}
+	res, err := conv.Convert(ctx, in, to)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAll(res.Objects, "converted object")
+}
+
+func encodeAll(objs []map[string]any) ([][]byte, error) {
+	out := make([][]byte, len(objs))
+	for i, o := range objs {
+		var err error
+		if out[i], err = json.Marshal(o); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// decodeAll decodes objects with the types of a decoded one (int64 for
+// integers, float64 for other numbers); what names them in an error.
+func decodeAll(objs [][]byte, what string) ([]map[string]any, error) {
+	out := make([]map[string]any, len(objs))
+	for i, b := range objs {
+		if err := utiljson.Unmarshal(b, &out[i]); err != nil {
+			return nil, fmt.Errorf("%s %d: %w", what, i, err)
 		}
 	}
 	return out, nil

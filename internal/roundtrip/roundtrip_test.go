@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crdserver/crdserver/conversion/webhook"
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/samples"
 	"github.com/crdserver/crdserver/internal/schema"
 )
@@ -165,7 +166,7 @@ func TestRoundTripWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conv.Close()
+	defer conversion.Close(conv)
 	in := map[string][]map[string]any{
 		"v1": {
 			decode(t, widget("v1", "w1", `{"tier": "gold", "code": "12", "note": "kept?"}`)),
@@ -198,7 +199,7 @@ func TestRoundTripWebhookWithSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conv.Close()
+	defer conversion.Close(conv)
 	in := map[string][]map[string]any{}
 	for _, v := range []string{"v1", "v2"} {
 		if in[v], err = samples.Generate(crd, v, 40, 1); err != nil {
@@ -303,13 +304,17 @@ changed v2→v1→v2 object=u1 path=spec.d original=<absent> after=5
 // through a converter and answers in the version asked.
 type memServer struct {
 	crd    *apiextensionsv1.CustomResourceDefinition
-	conv   Converter
+	conv   conversion.Converter
 	stored map[string]map[string]any
 }
 
-func (m *memServer) Admit(ctx context.Context, objs []map[string]any) ([]map[string]any, error) {
-	out := make([]map[string]any, len(objs))
-	for i, o := range objs {
+func (m *memServer) Admit(ctx context.Context, objs [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(objs))
+	for i, raw := range objs {
+		var o map[string]any
+		if err := utiljson.Unmarshal(raw, &o); err != nil {
+			return nil, err
+		}
 		if strings.HasPrefix(ObjectName(o), "refused") {
 			return nil, errors.New("refused")
 		}
@@ -319,23 +324,27 @@ func (m *memServer) Admit(ctx context.Context, objs []map[string]any) ([]map[str
 			return nil, err
 		}
 		v.Default(o)
-		s, err := m.conv.Convert(ctx, []map[string]any{o}, "example.com/v1")
+		s, err := convert(ctx, m.conv, []map[string]any{o}, "example.com/v1")
 		if err != nil {
 			return nil, err
 		}
 		uid := fmt.Sprint(len(m.stored))
 		s[0]["metadata"].(map[string]any)["uid"] = uid
 		m.stored[uid] = s[0]
-		back, err := m.conv.Convert(ctx, s, o["apiVersion"].(string))
+		back, err := encodeAll(s)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = back[0]
+		res, err := m.conv.Convert(ctx, back, o["apiVersion"].(string))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res.Objects[0]
 	}
 	return out, nil
 }
 
-func (m *memServer) Convert(ctx context.Context, objs []map[string]any, to string) ([]map[string]any, error) {
+func (m *memServer) Convert(ctx context.Context, objs [][]byte, to string) (conversion.Result, error) {
 	return m.conv.Convert(ctx, objs, to)
 }
 
@@ -383,8 +392,8 @@ func TestRoundTripAdmitter(t *testing.T) {
 
 type cancelled struct{}
 
-func (cancelled) Convert(ctx context.Context, objs []map[string]any, to string) ([]map[string]any, error) {
-	return nil, ctx.Err()
+func (cancelled) Convert(ctx context.Context, _ [][]byte, _ string) (conversion.Result, error) {
+	return conversion.Result{}, ctx.Err()
 }
 
 func TestRoundTripContext(t *testing.T) {
@@ -401,14 +410,18 @@ func TestRoundTripContext(t *testing.T) {
 }
 
 // wrongCount answers with one object too few.
-type wrongCount struct{ inner Converter }
+type wrongCount struct{ inner conversion.Converter }
 
-func (w wrongCount) Convert(ctx context.Context, objs []map[string]any, to string) ([]map[string]any, error) {
-	out, err := w.inner.Convert(ctx, objs, to)
-	if err != nil || len(out) < 2 {
-		return out, err
+func (w wrongCount) Convert(ctx context.Context, objs [][]byte, to string) (conversion.Result, error) {
+	res, err := w.inner.Convert(ctx, objs, to)
+	if err != nil || len(res.Objects) < 2 {
+		return res, err
 	}
-	return out[1:], nil
+	res.Objects = res.Objects[1:]
+	if res.Changed != nil {
+		res.Changed = res.Changed[1:]
+	}
+	return res, nil
 }
 
 func TestRoundTripConverterAnswersTooFew(t *testing.T) {

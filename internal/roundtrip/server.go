@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/crdserver/crdserver/internal/conversion"
 )
 
 // fieldManager names the check's writes in managedFields.
@@ -120,26 +122,50 @@ func (s *Server) version(apiVersion string) (string, error) {
 }
 
 // Admit implements Admitter.
-func (s *Server) Admit(ctx context.Context, objs []map[string]any) ([]map[string]any, error) {
+func (s *Server) Admit(ctx context.Context, objs [][]byte) ([][]byte, error) {
+	decoded, err := decodeAll(objs, "object")
+	if err != nil {
+		return nil, err
+	}
 	out := make([]map[string]any, len(objs))
-	for i, o := range objs {
+	for i, o := range decoded {
 		created, _, err := s.create(ctx, o)
 		if err != nil {
 			return nil, fmt.Errorf("object %s: %w", ObjectName(o), err)
 		}
 		out[i] = created
 	}
-	return out, nil
+	return encodeAll(out)
 }
 
-// Convert implements Converter.
-func (s *Server) Convert(ctx context.Context, objs []map[string]any, toAPIVersion string) ([]map[string]any, error) {
+// Convert implements conversion.Converter: every object comes back as
+// the server answered, a new encoding.
+func (s *Server) Convert(ctx context.Context, objs [][]byte, toAPIVersion string) (conversion.Result, error) {
+	converted, err := s.convert(ctx, objs, toAPIVersion)
+	if err != nil {
+		return conversion.Result{}, err
+	}
+	res := conversion.Result{Changed: make([]bool, len(converted))}
+	if res.Objects, err = encodeAll(converted); err != nil {
+		return conversion.Result{}, err
+	}
+	for i := range res.Changed {
+		res.Changed[i] = true
+	}
+	return res, nil
+}
+
+func (s *Server) convert(ctx context.Context, objs [][]byte, toAPIVersion string) ([]map[string]any, error) {
 	to, err := s.version(toAPIVersion)
 	if err != nil {
 		return nil, err
 	}
+	decoded, err := decodeAll(objs, "object")
+	if err != nil {
+		return nil, err
+	}
 	out := make([]map[string]any, len(objs))
-	for i, o := range objs {
+	for i, o := range decoded {
 		av, _ := o["apiVersion"].(string)
 		from, err := s.version(av)
 		if err != nil {
