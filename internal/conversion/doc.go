@@ -25,7 +25,17 @@
 //     schema; nothing is defaulted after conversion. Objects this process
 //     wrote under the same schemas need none of the reading
 //     (store.WriteStamp).
+//   - Rules converts with the declarative rules of a CRD's
+//     ConversionRules (their types: internal/apis/conversionrules/v1alpha1),
+//     compiled once (rulescompile.go, rulessteps.go, rulescel.go);
+//     RulesWebhook answers ConversionReviews with them.
 //   - Failing stands in for a CRD whose converter cannot be built.
+//
+// Converter is the one conversion contract: the registry, the memo and
+// the round-trip checks (internal/roundtrip) all convert through it.
+// ConversionReviews, sent by Webhook or answered by RulesWebhook and by the
+// public conversion/webhook toolkit, are encoded and decoded by one codec,
+// package review.
 //
 // ForCRD assembles a CRD's converter. Items converts objects of a watch
 // cache and remembers the result in each item's memo (store.Item.Memo), so
