@@ -304,10 +304,6 @@ func runAdmission(args []string) error {
 	)
 	fs.Var(&pids, "pid", "name=PID of a server process whose CPU time is counted (repeatable; kube: kube-apiserver and etcd)")
 	_ = fs.Parse(args)
-	u, err := checkLoopback(*server)
-	if err != nil {
-		return err
-	}
 	policyCounts, err := parseCounts(*counts)
 	if err != nil {
 		return err
@@ -332,7 +328,7 @@ func runAdmission(args []string) error {
 	case len(policyCounts) == 0 && !*webhook:
 		return errors.New("nothing to measure: -policies is empty and -webhook=false")
 	}
-	client, err := newClient(u, t, *conc)
+	c, err := connect(*server, t, *conc)
 	if err != nil {
 		return err
 	}
@@ -340,8 +336,7 @@ func runAdmission(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	base := strings.TrimRight(*server, "/")
-	c := &coreClient{client: client, base: base}
+	base := c.base
 	var procs []pidSpec
 	for _, p := range pids {
 		procs = append(procs, pidSpec{p.name, p.pid, true})
@@ -454,17 +449,15 @@ func runAdmission(args []string) error {
 		if *cleanup {
 			var parts []string
 			if nsCreated {
-				parts = append(parts, deleteNamespace(c, nsURL, *cleanupWait))
+				parts = append(parts, c.deleteAndWait("namespace", nsURL, *cleanupWait))
 			}
 			if crdCreated {
-				parts = append(parts, deleteCRD(&loader{client: client, base: base}, crdURL, *cleanupWait))
+				parts = append(parts, c.deleteAndWait("CRD "+admCRDName, crdURL, *cleanupWait))
 			}
 			res.Cleanup = strings.Join(parts, "; ")
 			log.Printf("cleanup: %s", res.Cleanup)
 		}
-		if p, ok := c.proto.Load().(string); ok {
-			res.Protocol = p
-		}
+		res.Protocol = c.protocol()
 		hook.mu.Lock()
 		res.HookProtos = maps.Clone(hook.protos)
 		hook.mu.Unlock()
@@ -530,7 +523,7 @@ func runAdmission(args []string) error {
 		return finish(fmt.Errorf("could not create CRD %s", admCRDName))
 	}
 	crdCreated = true
-	if err := (&loader{client: client, base: base}).waitEstablished(admCRDName, *waitFor); err != nil {
+	if err := c.waitEstablished(ctx, admCRDName, *waitFor); err != nil {
 		return finish(err)
 	}
 
@@ -545,15 +538,15 @@ func runAdmission(args []string) error {
 		}
 		pctx, cancel := context.WithTimeout(ctx, *phaseLimit)
 		defer cancel()
-		return c.run(pctx, label, count, *conc, func(i int) coreReq {
-			return coreReq{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
+		return c.phase(pctx, label, count, *conc, func(i int) request {
+			return request{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
 		}, nil)
 	}
 	deletes := func(label string, count int, name func(int) string) phase {
 		pctx, cancel := context.WithTimeout(ctx, *phaseLimit)
 		defer cancel()
-		return c.run(pctx, label, count, *conc, func(i int) coreReq {
-			return coreReq{http.MethodDelete, coll + "/" + name(i), nil, []int{http.StatusOK, http.StatusAccepted, http.StatusNotFound}}
+		return c.phase(pctx, label, count, *conc, func(i int) request {
+			return request{http.MethodDelete, coll + "/" + name(i), nil, []int{http.StatusOK, http.StatusAccepted, http.StatusNotFound}}
 		}, nil)
 	}
 	if *warmup > 0 {

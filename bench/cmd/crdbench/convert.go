@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -180,8 +181,6 @@ func (c *webhookCounter) snapshot() webhookCount {
 func (a webhookCount) minus(b webhookCount) webhookCount {
 	return webhookCount{Calls: a.Calls - b.Calls, Objects: a.Objects - b.Objects, BusyMs: math3(a.BusyMs - b.BusyMs), ReadMs: math3(a.ReadMs - b.ReadMs), CountMs: math3(a.CountMs - b.CountMs), Non200: a.Non200 - b.Non200}
 }
-
-func math3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
 // convSample is one GET of a whole collection, with what the webhook saw
 // meanwhile.
@@ -393,18 +392,14 @@ func runConvert(args []string) error {
 	)
 	fs.Var(&rssPIDs, "rss-pid", "name=PID of a server process whose VmRSS is read right after the lists (repeatable)")
 	_ = fs.Parse(args)
-	u, err := checkLoopback(*server)
-	if err != nil {
-		return err
-	}
 	if *n < 1 || *n > 100000 || *lists < 1 || *conc < 1 || *conc > 64 {
 		return errors.New("need 1 <= -n <= 100000, -lists >= 1, 1 <= -concurrency <= 64")
 	}
-	client, err := newClient(u, t, *conc)
+	l, err := connect(*server, t, *conc)
 	if err != nil {
 		return err
 	}
-	base := strings.TrimRight(*server, "/")
+	base, ctx := l.base, context.Background()
 	res := &convertResult{Server: base, ClientCert: t.cert != "", N: *n, Concurrency: *conc, ListsPerColl: *lists,
 		Warmup: *warmup, SettleSec: settle.Seconds(), PopulateHooks: map[string]webhookCount{}}
 
@@ -423,8 +418,6 @@ func runConvert(args []string) error {
 	res.BodyBytes = len(crontabBody(crontab.Group, "crontab-00000", 0))
 	log.Printf("conversion webhook on %s", res.WebhookURL)
 
-	l := &loader{client: client, base: base}
-	crdPath := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 	created := map[string]bool{}
 	finish := func(err error) error {
 		if *cleanup && len(created) > 0 {
@@ -434,15 +427,13 @@ func runConvert(args []string) error {
 				if !created[name] {
 					continue
 				}
-				notes = append(notes, deleteCRD(l, base+crdPath+"/"+name, 10*time.Minute))
+				notes = append(notes, l.deleteAndWait("CRD "+name, base+crdPath+"/"+name, 10*time.Minute))
 			}
 			res.Cleanup = strings.Join(notes, "; ")
 			h := hook.snapshot().minus(before)
 			res.CleanupHooks = &h
 		}
-		if p, ok := l.proto.Load().(string); ok {
-			res.Protocol = p
-		}
+		res.Protocol = l.protocol()
 		hook.protoMu.Lock()
 		res.WebhookProtos = maps.Clone(hook.protos)
 		hook.protoMu.Unlock()
@@ -472,13 +463,11 @@ func runConvert(args []string) error {
 		{webhookCRDName, crontab.Group, res.WebhookURL},
 		{noneCRDName, noneGroup, ""},
 	} {
-		code, b, err := l.do(http.MethodPost, base+crdPath, crontabCRD(c.group, c.url, certPEM))
+		code, b, err := l.do(ctx, http.MethodPost, base+crdPath, crontabCRD(c.group, c.url, certPEM))
 		if err != nil || code != http.StatusCreated {
-			f := failure{Phase: "create-crd", Method: http.MethodPost, Path: crdPath + " (" + c.name + ")", Status: code, Body: truncate(b, 2000)}
-			if err != nil {
-				f.Error = err.Error()
-			}
-			res.Failures = append(res.Failures, f)
+			f := l.fail("create-crd", http.MethodPost, base+crdPath, code, b, err)
+			f.Path += " (" + c.name + ")"
+			res.Failures = append(res.Failures, *f)
 			if code == http.StatusConflict {
 				return finish(fmt.Errorf("CRD %s already exists on %s; left alone (delete it to rerun)", c.name, base))
 			}
@@ -487,7 +476,7 @@ func runConvert(args []string) error {
 		created[c.name] = true
 	}
 	for _, name := range []string{webhookCRDName, noneCRDName} {
-		if err := l.waitEstablished(name, *waitFor); err != nil {
+		if err := l.waitEstablished(ctx, name, *waitFor); err != nil {
 			return finish(err)
 		}
 	}
@@ -510,13 +499,13 @@ func runConvert(args []string) error {
 		target := coll(c.group, "v1beta1")
 		log.Printf("%s: %d creates in %s/v1beta1 with %d workers", c.label, *n, c.group, *conc)
 		before := hook.snapshot()
-		p := l.run(c.label, *n, *conc, func(i int) (string, string, []byte, []int) {
-			return http.MethodPost, target, bodies[i], []int{http.StatusCreated}
-		})
+		p := l.phase(ctx, c.label, *n, *conc, func(i int) request {
+			return request{http.MethodPost, target, bodies[i], []int{http.StatusCreated}}
+		}, nil)
 		res.PopulateHooks[c.label] = hook.snapshot().minus(before)
 		res.Phases = append(res.Phases, p)
 		if c.label == "populate-webhook" {
-			if code, b, err := l.do(http.MethodGet, target+"/"+name(0), nil); err == nil && code == http.StatusOK {
+			if code, b, err := l.do(ctx, http.MethodGet, target+"/"+name(0), nil); err == nil && code == http.StatusOK {
 				res.SampleBody = truncate(b, 2000)
 			}
 		}
@@ -535,17 +524,14 @@ func runConvert(args []string) error {
 	one := func(cl *convList) (convSample, bool) {
 		before := hook.snapshot()
 		t0 := time.Now()
-		code, b, err := l.do(http.MethodGet, cl.Path, nil)
+		code, b, err := l.do(ctx, http.MethodGet, cl.Path, nil)
 		d := time.Since(t0)
 		s := convSample{listSample: listSample{Ms: ms(d), Bytes: len(b), Status: code}}
 		s.Webhook = hook.snapshot().minus(before)
 		if err != nil || code != http.StatusOK {
-			f := failure{Phase: "list " + cl.Name, Method: http.MethodGet, Path: strings.TrimPrefix(cl.Path, base), Status: code, Body: truncate(b, 2000)}
-			if err != nil {
-				f.Error = err.Error()
-			}
+			f := l.fail("list "+cl.Name, http.MethodGet, cl.Path, code, b, err)
 			f.Body += fmt.Sprintf(" [webhook during this GET: %d calls, %d objects, %d non-200]", s.Webhook.Calls, s.Webhook.Objects, s.Webhook.Non200)
-			res.Failures = append(res.Failures, f)
+			res.Failures = append(res.Failures, *f)
 			return s, false
 		}
 		group := crontab.Group
@@ -611,30 +597,8 @@ func runConvert(args []string) error {
 		cl.MedianMs, cl.MinMs, cl.MaxMs = median(ds), slices.Min(ds), slices.Max(ds)
 		cl.WebhookMsMed, cl.WebhookReadMed, cl.CounterMsMed = median(hs), median(rs), median(cs)
 	}
-	for _, p := range rssPIDs {
-		m := readMem(p.name, p.pid)
-		res.RSSAfter = append(res.RSSAfter, m)
-		res.RSSAfterMiB += m.VMRSSMiB
-	}
+	res.RSSAfter, res.RSSAfterMiB = readRSS(rssPIDs)
 	return finish(nil)
-}
-
-// deleteCRD deletes a CRD and waits until it is gone; it says what happened.
-func deleteCRD(l *loader, url string, timeout time.Duration) string {
-	name := url[strings.LastIndex(url, "/")+1:]
-	t0 := time.Now()
-	code, b, err := l.do(http.MethodDelete, url, nil)
-	if err != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
-		return fmt.Sprintf("delete CRD %s: HTTP %d %v %s", name, code, err, truncate(b, 300))
-	}
-	for time.Since(t0) < timeout {
-		code, _, err = l.do(http.MethodGet, url, nil)
-		if err == nil && code == http.StatusNotFound {
-			return fmt.Sprintf("CRD %s deleted (gone after %.1f s)", name, time.Since(t0).Seconds())
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return fmt.Sprintf("CRD %s still present %v after its delete", name, timeout)
 }
 
 func printConvert(r *convertResult) {

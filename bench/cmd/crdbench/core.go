@@ -25,7 +25,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"net/http"
 	"os"
@@ -243,123 +242,6 @@ func (r *coreResult) phase(name string) *corePhase {
 	return nil
 }
 
-type coreClient struct {
-	client *http.Client
-	base   string
-	proto  atomic.Value
-}
-
-// do sends one request, bounded by ctx, and reads the whole answer.
-func (c *coreClient) do(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "crdbench")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	c.proto.Store(resp.Proto)
-	return resp.StatusCode, b, err
-}
-
-func (c *coreClient) fail(phaseName, method, url string, code int, b []byte, err error) *failure {
-	f := &failure{Phase: phaseName, Method: method, Path: strings.TrimPrefix(url, c.base), Status: code, Body: truncate(b, 2000)}
-	if err != nil {
-		f.Error = err.Error()
-	}
-	return f
-}
-
-// coreReq is one request of a phase: method, URL, body and the status codes
-// that count as success.
-type coreReq struct {
-	method, url string
-	body        []byte
-	want        []int
-}
-
-// run sends n requests over conc workers until all are sent or ctx ends (the
-// phase is then marked aborted). ok gets each successful answer. A phase
-// whose first 10 requests all fail is aborted: the server cannot do it.
-func (c *coreClient) run(ctx context.Context, name string, n, conc int, req func(i int) coreReq, ok func(i int, b []byte)) phase {
-	lat := make([]time.Duration, n)
-	done := make([]bool, n)
-	var (
-		mu      sync.Mutex
-		errs    int
-		okCount int
-		first   *failure
-		aborted atomic.Bool
-		next    atomic.Int64
-		wg      sync.WaitGroup
-	)
-	start := time.Now()
-	for w := 0; w < conc; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !aborted.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if ctx.Err() != nil {
-					aborted.Store(true)
-					return
-				}
-				r := req(i)
-				t0 := time.Now()
-				code, b, err := c.do(ctx, r.method, r.url, r.body)
-				d := time.Since(t0)
-				good := err == nil && slices.Contains(r.want, code)
-				if good && ok != nil {
-					ok(i, b)
-				}
-				mu.Lock()
-				lat[i], done[i] = d, true
-				if !good {
-					errs++
-					if first == nil {
-						first = c.fail(name, r.method, r.url, code, b, err)
-					}
-					if okCount == 0 && errs >= 10 {
-						aborted.Store(true)
-					}
-				} else {
-					okCount++
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(start)
-	var got []time.Duration
-	for i := range lat {
-		if done[i] {
-			got = append(got, lat[i])
-		}
-	}
-	p := summarize(name, got, wall)
-	p.Concurrency, p.Errors, p.Aborted, p.FirstError = conc, errs, aborted.Load(), first
-	if p.Aborted && first == nil && ctx.Err() != nil {
-		p.FirstError = &failure{Phase: name, Error: "phase time limit reached: " + ctx.Err().Error()}
-	}
-	return p
-}
-
 // configMapBody is a ConfigMap of 10 keys and 200 bytes of data.
 func configMapBody(name string, i int) ([]byte, int) {
 	data := map[string]string{}
@@ -453,10 +335,6 @@ func runCore(args []string) error {
 	fs.Var(&pids, "pid", "name=PID of a server process whose CPU time and VmRSS are counted (repeatable; kube: kube-apiserver and etcd)")
 	fs.Var(&side, "side-pid", "name=PID of another process whose CPU time and VmRSS are recorded but not counted (repeatable)")
 	_ = fs.Parse(args)
-	u, err := checkLoopback(*server)
-	if err != nil {
-		return err
-	}
 	switch {
 	case *n < 1 || *n > 100000:
 		return errors.New("need 1 <= -n <= 100000")
@@ -481,12 +359,11 @@ func runCore(args []string) error {
 	case *namespace == "":
 		return errors.New("need -namespace")
 	}
-	client, err := newClient(u, t, *conc)
+	c, err := connect(*server, t, *conc)
 	if err != nil {
 		return err
 	}
-	base := strings.TrimRight(*server, "/")
-	c := &coreClient{client: client, base: base}
+	base := c.base
 	var procs []pidSpec
 	for _, p := range pids {
 		procs = append(procs, pidSpec{p.name, p.pid, true})
@@ -516,12 +393,10 @@ func runCore(args []string) error {
 
 	finish := func(err error) error {
 		if nsCreated && *cleanup {
-			res.Cleanup = deleteNamespace(c, nsURL, *cleanupWait)
+			res.Cleanup = c.deleteAndWait("namespace", nsURL, *cleanupWait)
 			log.Printf("cleanup: %s", res.Cleanup)
 		}
-		if p, ok := c.proto.Load().(string); ok {
-			res.Protocol = p
-		}
+		res.Protocol = c.protocol()
 		if err != nil {
 			res.Error = err.Error()
 		}
@@ -563,21 +438,21 @@ func runCore(args []string) error {
 	}
 
 	// ConfigMaps.
-	measured := func(name string, nreq, workers int, req func(i int) coreReq, ok func(i int, b []byte)) corePhase {
+	measured := func(name string, nreq, workers int, req func(i int) request, after func(i int, ok bool, b []byte)) corePhase {
 		ctx, cancel := phaseCtx()
 		defer cancel()
 		s := meter.snap()
-		p := corePhase{phase: c.run(ctx, name, nreq, workers, req, ok)}
+		p := corePhase{phase: c.phase(ctx, name, nreq, workers, req, after)}
 		p.CPU = window(s)
 		res.Phases = append(res.Phases, p)
 		return p
 	}
 	log.Printf("%d sequential ConfigMap creates", *n)
-	cr := measured("configmap-create", *n, 1, func(i int) coreReq {
+	cr := measured("configmap-create", *n, 1, func(i int) request {
 		b, _ := configMapBody(cmName(i), i)
-		return coreReq{http.MethodPost, cmColl, b, []int{http.StatusCreated}}
-	}, func(i int, b []byte) {
-		if i == 0 {
+		return request{http.MethodPost, cmColl, b, []int{http.StatusCreated}}
+	}, func(i int, ok bool, b []byte) {
+		if ok && i == 0 {
 			res.Sample = truncate(b, 4000)
 			var obj struct {
 				Metadata struct {
@@ -592,12 +467,12 @@ func runCore(args []string) error {
 		return finish(nil)
 	}
 	log.Printf("%d sequential ConfigMap gets", *n)
-	measured("configmap-get", *n, 1, func(i int) coreReq {
-		return coreReq{http.MethodGet, cmColl + "/" + cmName(i), nil, []int{http.StatusOK}}
+	measured("configmap-get", *n, 1, func(i int) request {
+		return request{http.MethodGet, cmColl + "/" + cmName(i), nil, []int{http.StatusOK}}
 	}, nil)
 
 	log.Printf("%d lists of the ConfigMaps", *lists)
-	l := &loader{client: client, base: base, coll: cmColl}
+	l := &loader{client: c, coll: cmColl}
 	var ds []float64
 	s := meter.snap()
 	for i := 0; i < *lists; i++ {
@@ -630,9 +505,13 @@ func runCore(args []string) error {
 	last := make([][]byte, *leases) // each lease as the server last returned it
 	log.Printf("%d Lease creates with %d workers (setup)", *leases, *conc)
 	now := time.Now()
-	setup := measured("lease-create", *leases, *conc, func(i int) coreReq {
-		return coreReq{http.MethodPost, leaseColl, leaseBody(leaseName(i), holder(i), now), []int{http.StatusCreated}}
-	}, func(i int, b []byte) { last[i] = b })
+	setup := measured("lease-create", *leases, *conc, func(i int) request {
+		return request{http.MethodPost, leaseColl, leaseBody(leaseName(i), holder(i), now), []int{http.StatusCreated}}
+	}, func(i int, ok bool, b []byte) {
+		if ok {
+			last[i] = b
+		}
+	})
 	if setup.Aborted || setup.Errors > 0 {
 		lr.Aborted = "not all leases could be created"
 		return finish(nil)
@@ -668,7 +547,7 @@ func runCore(args []string) error {
 // renewLeases renews every lease each period for duration, as client-go's
 // leader election renews a LeaseLock it holds, and records the latencies,
 // the failures and the server's CPU time over the run.
-func renewLeases(c *coreClient, lr *leaseResult, last [][]byte, coll string, leaseName, holder func(int) string,
+func renewLeases(c *client, lr *leaseResult, last [][]byte, coll string, leaseName, holder func(int) string,
 	period, duration, renewTO time.Duration, meter cpuMeter, window func(cpuSnap) *cpuWindow) {
 	ticks, offset := tickPlan(len(last), period, duration)
 	lr.TicksPerLease, lr.Scheduled = ticks, ticks*len(last)
@@ -797,26 +676,6 @@ func renewLeases(c *coreClient, lr *leaseResult, last [][]byte, coll string, lea
 	if len(lr.FastStatuses) == 0 {
 		lr.FastStatuses = nil
 	}
-}
-
-// deleteNamespace deletes the namespace and waits until it is gone.
-func deleteNamespace(c *coreClient, nsURL string, wait time.Duration) string {
-	ctx, cancel := context.WithTimeout(context.Background(), wait+10*time.Second)
-	defer cancel()
-	t0 := time.Now()
-	code, b, err := c.do(ctx, http.MethodDelete, nsURL, nil)
-	if err != nil || (code != http.StatusOK && code != http.StatusAccepted) {
-		return fmt.Sprintf("DELETE namespace: HTTP %d %v %s", code, err, truncate(b, 300))
-	}
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		code, _, err := c.do(ctx, http.MethodGet, nsURL, nil)
-		if err == nil && code == http.StatusNotFound {
-			return fmt.Sprintf("namespace deleted, gone after %.1f s", time.Since(t0).Seconds())
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return fmt.Sprintf("namespace deleted, still there (Terminating) after %v", wait)
 }
 
 func printCore(r *coreResult) {

@@ -266,11 +266,11 @@ func TestRenewLeases(t *testing.T) {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
-	client, err := newClient(u, tlsFlags{}, leases)
+	hc, err := newClient(u, tlsFlags{}, leases)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &coreClient{client: client, base: srv.URL}
+	c := &client{hc: hc, base: srv.URL}
 	coll := srv.URL + "/apis/coordination.k8s.io/v1/namespaces/ns/leases"
 	last := make([][]byte, leases)
 	for i := range last {

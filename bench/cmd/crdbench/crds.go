@@ -238,21 +238,21 @@ type crdState struct {
 
 // crdWatch follows every CRD through one watch (resumed when it ends).
 type crdWatch struct {
-	l       *loader
+	l       *client
 	mu      sync.Mutex
 	crds    map[string]crdState
 	changed chan struct{} // closed and replaced on every event
 	events  atomic.Int64
 }
 
-func newCRDWatch(l *loader) *crdWatch {
+func newCRDWatch(l *client) *crdWatch {
 	return &crdWatch{l: l, crds: map[string]crdState{}, changed: make(chan struct{})}
 }
 
 // run lists the CRDs, then watches them until ctx ends.
 func (w *crdWatch) run(ctx context.Context, ready chan<- error) {
 	base := w.l.base + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-	code, b, err := w.l.do(http.MethodGet, base, nil)
+	code, b, err := w.l.do(context.Background(), http.MethodGet, base, nil)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("listing CRDs: HTTP %d: %s", code, truncate(b, 500))
 	}
@@ -273,9 +273,7 @@ func (w *crdWatch) run(ctx context.Context, ready chan<- error) {
 	rv := list.Metadata.ResourceVersion
 	ready <- nil
 	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"?watch=1&allowWatchBookmarks=true&resourceVersion="+rv, nil)
-		req.Header.Set("Accept", "application/json")
-		resp, err := w.l.client.Do(req)
+		resp, err := w.l.send(ctx, http.MethodGet, base+"?watch=1&allowWatchBookmarks=true&resourceVersion="+rv, nil)
 		if err != nil {
 			time.Sleep(100 * time.Millisecond)
 			continue
@@ -512,20 +510,15 @@ func runCRDs(args []string) error {
 	)
 	fs.Var(&rssPIDs, "rss-pid", "name=PID of a server process whose VmRSS is read (repeatable)")
 	_ = fs.Parse(args)
-	u, err := checkLoopback(*server)
+	l, err := connect(*server, t, 8)
 	if err != nil {
 		return err
 	}
-	client, err := newClient(u, t, 8)
-	if err != nil {
-		return err
-	}
-	client.Timeout = 5 * time.Minute
+	l.hc.Timeout = 5 * time.Minute
 	crds, err := readCorpus(*corpus, *limit)
 	if err != nil {
 		return err
 	}
-	l := &loader{client: client, base: strings.TrimSuffix(u.String(), "/")}
 	r := &crdsResult{Server: l.base, Corpus: *corpus, CRDs: len(crds), Concurrency: *conc, Load: loadavg(), SettleSec: settle.Seconds()}
 	err = r.run(l, crds, crdsOptions{
 		conc: *conc, settle: *settle, timeout: *timeout, first: *first, discoveries: *discoveries, openapiGVs: *openapiGVs,
@@ -557,48 +550,14 @@ type crdsOptions struct {
 	rss                 namedPIDs
 }
 
-// each runs f for every CRD with conc workers and counts the failures.
-func each(crds []corpusCRD, conc int, f func(i int, c corpusCRD) *failure) (errs int, first *failure) {
-	var (
-		mu   sync.Mutex
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(crds) {
-					return
-				}
-				if fl := f(i, crds[i]); fl != nil {
-					mu.Lock()
-					errs++
-					if first == nil {
-						first = fl
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errs, first
+// each calls f for every CRD, conc at a time, with run; it counts the
+// failures and returns the first.
+func each(ctx context.Context, crds []corpusCRD, conc int, f func(c corpusCRD) *failure) (int, *failure) {
+	p := run(ctx, "", len(crds), conc, 0, func(_ context.Context, i int) (time.Duration, *failure) { return 0, f(crds[i]) })
+	return p.Errors, p.FirstError
 }
 
-func (l *loader) failed(phaseName, method, url string, code int, b []byte, err error) *failure {
-	f := &failure{Phase: phaseName, Method: method, Path: strings.TrimPrefix(url, l.base), Status: code, Body: truncate(b, 1000)}
-	if err != nil {
-		f.Error = err.Error()
-	}
-	return f
-}
-
-const crdsURL = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-func (r *crdsResult) run(l *loader, crds []corpusCRD, o crdsOptions) error {
+func (r *crdsResult) run(l *client, crds []corpusCRD, o crdsOptions) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := newCRDWatch(l)
@@ -619,11 +578,11 @@ func (r *crdsResult) run(l *loader, crds []corpusCRD, o crdsOptions) error {
 	fmt.Fprintf(os.Stderr, "crds: creating %d CRDs, %d at a time\n", len(crds), o.conc)
 	peak := sampleRSS(o.rss, 250*time.Millisecond)
 	t0 := time.Now()
-	r.CreateErrors, r.CreateFailure = each(crds, o.conc, func(_ int, c corpusCRD) *failure {
+	r.CreateErrors, r.CreateFailure = each(ctx, crds, o.conc, func(c corpusCRD) *failure {
 		b, _ := json.Marshal(c.Body)
-		code, out, err := l.do(http.MethodPost, l.base+crdsURL, b)
+		code, out, err := l.do(context.Background(), http.MethodPost, l.base+crdPath, b)
 		if err != nil || code != http.StatusCreated {
-			return l.failed("create", http.MethodPost, l.base+crdsURL, code, out, err)
+			return l.fail("create", http.MethodPost, l.base+crdPath, code, out, err)
 		}
 		return nil
 	})
@@ -671,17 +630,17 @@ func (r *crdsResult) run(l *loader, crds []corpusCRD, o crdsOptions) error {
 	}
 	fmt.Fprintf(os.Stderr, "crds: a first request to %d CRDs\n", len(use))
 	peak = sampleRSS(o.rss, 250*time.Millisecond)
-	r.First = l.run("first-request", len(use), 1, func(i int) (string, string, []byte, []int) {
+	r.First = l.phase(ctx, "first-request", len(use), 1, func(i int) request {
 		c := use[i]
-		return http.MethodPost, l.base + c.collection() + "?dryRun=All", c.object("crdbench-first"), []int{http.StatusCreated}
-	})
+		return request{http.MethodPost, l.base + c.collection() + "?dryRun=All", c.object("crdbench-first"), []int{http.StatusCreated}}
+	}, nil)
 	r.RSSPeakUseMiB = peak.end()
 	time.Sleep(o.settle)
 	r.RSSUsed = rssOf(o.rss)
 	r.RSSUsedMiB = sumRSS(o.rss)
 	if o.v2 {
 		t := time.Now()
-		code, b, err := l.do(http.MethodGet, l.base+"/openapi/v2", nil)
+		code, b, err := l.do(context.Background(), http.MethodGet, l.base+"/openapi/v2", nil)
 		r.OpenAPIV2Ms = ms(time.Since(t))
 		r.OpenAPIV2Bytes = len(b)
 		if err != nil || code != http.StatusOK {
@@ -703,11 +662,11 @@ func (r *crdsResult) run(l *loader, crds []corpusCRD, o crdsOptions) error {
 	}
 	fmt.Fprintf(os.Stderr, "crds: deleting %d CRDs\n", len(crds))
 	t0 = time.Now()
-	r.DeleteErrors, r.DeleteFailure = each(crds, o.conc, func(_ int, c corpusCRD) *failure {
-		u := l.base + crdsURL + "/" + c.Name
-		code, out, err := l.do(http.MethodDelete, u, nil)
+	r.DeleteErrors, r.DeleteFailure = each(ctx, crds, o.conc, func(c corpusCRD) *failure {
+		u := l.base + crdPath + "/" + c.Name
+		code, out, err := l.do(context.Background(), http.MethodDelete, u, nil)
 		if err != nil || (code != http.StatusOK && code != http.StatusAccepted) {
-			return l.failed("delete", http.MethodDelete, u, code, out, err)
+			return l.fail("delete", http.MethodDelete, u, code, out, err)
 		}
 		return nil
 	})
@@ -728,23 +687,7 @@ func (r *crdsResult) run(l *loader, crds []corpusCRD, o crdsOptions) error {
 // aggregatedAccept asks for aggregated discovery, as kubectl does.
 const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
-func (l *loader) get(url, accept string) (int, []byte, time.Duration, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return 0, nil, 0, err
-	}
-	req.Header.Set("Accept", accept)
-	t := time.Now()
-	resp, err := l.client.Do(req)
-	if err != nil {
-		return 0, nil, 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, time.Since(t), err
-}
-
-func (r *crdsResult) discovery(l *loader, n int) error {
+func (r *crdsResult) discovery(l *client, n int) error {
 	var times []float64
 	for i := 0; i <= n; i++ {
 		code, b, d, err := l.get(l.base+"/apis", aggregatedAccept)
@@ -766,7 +709,7 @@ func (r *crdsResult) discovery(l *loader, n int) error {
 
 // openapiV3 fetches the root, then n group/versions of the corpus (0: all
 // of them), each for the first time, in a random order.
-func (r *crdsResult) openapiV3(l *loader, crds []corpusCRD, n int) error {
+func (r *crdsResult) openapiV3(l *client, crds []corpusCRD, n int) error {
 	code, b, d, err := l.get(l.base+"/openapi/v3", "application/json")
 	if err != nil || code != http.StatusOK {
 		return fmt.Errorf("/openapi/v3: HTTP %d %v %s", code, err, truncate(b, 300))
@@ -845,7 +788,7 @@ func (r *crdsResult) runKubectl(o crdsOptions, crds []corpusCRD) {
 
 // reapplyAll keeps watches open on some CRDs' objects, updates every CRD
 // with a changed description, and checks that the watches live on.
-func (r *crdsResult) reapplyAll(ctx context.Context, l *loader, w *crdWatch, crds []corpusCRD, o crdsOptions) error {
+func (r *crdsResult) reapplyAll(ctx context.Context, l *client, w *crdWatch, crds []corpusCRD, o crdsOptions) error {
 	type openWatch struct {
 		c     corpusCRD
 		ended atomic.Bool
@@ -865,9 +808,7 @@ func (r *crdsResult) reapplyAll(ctx context.Context, l *loader, w *crdWatch, crd
 			Metadata struct{ ResourceVersion string }
 		}
 		_ = json.Unmarshal(b, &list)
-		req, _ := http.NewRequestWithContext(wctx, http.MethodGet, l.base+ow.c.collection()+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, nil)
-		req.Header.Set("Accept", "application/json")
-		resp, err := l.client.Do(req)
+		resp, err := l.send(wctx, http.MethodGet, l.base+ow.c.collection()+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, nil)
 		if err != nil {
 			return fmt.Errorf("watching %s: %v", ow.c.collection(), err)
 		}
@@ -902,13 +843,13 @@ func (r *crdsResult) reapplyAll(ctx context.Context, l *loader, w *crdWatch, crd
 	fmt.Fprintf(os.Stderr, "crds: re-applying %d CRDs, %d at a time, %d watches open\n", len(crds), o.conc, len(open))
 	peak := sampleRSS(o.rss, 250*time.Millisecond)
 	t0 := time.Now()
-	r.ReapplyErrors, r.ReapplyFailure = each(crds, o.conc, func(_ int, c corpusCRD) *failure {
-		u := l.base + crdsURL + "/" + c.Name
+	r.ReapplyErrors, r.ReapplyFailure = each(ctx, crds, o.conc, func(c corpusCRD) *failure {
+		u := l.base + crdPath + "/" + c.Name
 		var code int
 		var out []byte
 		var err error
 		for attempt := 0; attempt < 5; attempt++ {
-			code, out, err = l.do(http.MethodPut, u, c.reapplied(w.get(c.Name).rv, mark))
+			code, out, err = l.do(context.Background(), http.MethodPut, u, c.reapplied(w.get(c.Name).rv, mark))
 			if err != nil || code != http.StatusConflict {
 				break
 			}
@@ -917,7 +858,7 @@ func (r *crdsResult) reapplyAll(ctx context.Context, l *loader, w *crdWatch, crd
 			time.Sleep(50 * time.Millisecond)
 		}
 		if err != nil || code != http.StatusOK {
-			return l.failed("reapply", http.MethodPut, u, code, out, err)
+			return l.fail("reapply", http.MethodPut, u, code, out, err)
 		}
 		return nil
 	})
@@ -951,7 +892,7 @@ func (r *crdsResult) reapplyAll(ctx context.Context, l *loader, w *crdWatch, crd
 	// Every watch still delivers.
 	for _, ow := range open {
 		u := l.base + ow.c.collection()
-		if code, out, err := l.do(http.MethodPost, u, ow.c.object("crdbench-watched")); err != nil || code != http.StatusCreated {
+		if code, out, err := l.do(context.Background(), http.MethodPost, u, ow.c.object("crdbench-watched")); err != nil || code != http.StatusCreated {
 			return fmt.Errorf("creating in %s: HTTP %d %v %s", u, code, err, truncate(out, 300))
 		}
 	}

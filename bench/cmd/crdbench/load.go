@@ -1,51 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 )
-
-// failure is the first failed request of a phase, as the server answered it.
-type failure struct {
-	Phase  string `json:"phase"`
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	Status int    `json:"status,omitempty"`
-	Body   string `json:"body,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
-
-// phase summarizes one load phase.
-type phase struct {
-	Name        string   `json:"name"`
-	Concurrency int      `json:"concurrency"`
-	Requests    int      `json:"requests"`
-	Errors      int      `json:"errors"`
-	Aborted     bool     `json:"aborted,omitempty"`
-	WallSec     float64  `json:"wall_seconds"`
-	PerSecond   float64  `json:"requests_per_second"`
-	MeanMs      float64  `json:"mean_ms"`
-	P50Ms       float64  `json:"p50_ms"`
-	P90Ms       float64  `json:"p90_ms"`
-	P99Ms       float64  `json:"p99_ms"`
-	MaxMs       float64  `json:"max_ms"`
-	FirstMs     float64  `json:"first_ms"`
-	FirstError  *failure `json:"first_error,omitempty"`
-}
 
 // listSample is one GET of the whole collection.
 type listSample struct {
@@ -88,38 +55,14 @@ func (r *loadResult) phase(name string) *phase {
 	return nil
 }
 
+// loader is the load workload's client: one collection of one custom
+// resource.
 type loader struct {
-	client     *http.Client
-	base, coll string
+	*client
+	coll       string
 	apiVersion string
 	kind       string
-	proto      atomic.Value
-	sample     []byte // the answer to the first create
-	bodyBytes  int    // when set, bodies are padded to this size (see body)
-}
-
-// do sends one request and reads the whole answer.
-func (l *loader) do(method, url string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := l.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	l.proto.Store(resp.Proto)
-	return resp.StatusCode, b, err
+	bodyBytes  int // when set, bodies are padded to this size (see body)
 }
 
 // body is a Widget like the reference's crbench sends (about 170 bytes),
@@ -142,154 +85,11 @@ func (l *loader) body(name string, i int) []byte {
 	return b
 }
 
-// medianRound is the phase with the median req/s of rounds (of an even
-// number, the slower of the middle two), an aborted or failed one if any
-// round was: a figure is only reported when every round succeeded.
-func medianRound(rounds []phase) phase {
-	for _, p := range rounds {
-		if p.Aborted || p.Errors > 0 {
-			return p
-		}
-	}
-	sorted := slices.Clone(rounds)
-	slices.SortFunc(sorted, func(a, b phase) int { return cmp.Compare(a.PerSecond, b.PerSecond) })
-	return sorted[(len(sorted)-1)/2]
-}
-
-// run sends n requests (req(i) gives method, url, body and the wanted
-// status codes) over conc workers and summarizes them. A phase whose first
-// 10 requests all fail is aborted: the server cannot do it at all.
-func (l *loader) run(name string, n, conc int, req func(i int) (string, string, []byte, []int)) phase {
-	lat := make([]time.Duration, n)
-	done := make([]bool, n)
-	var (
-		mu      sync.Mutex
-		errs    int
-		okCount int
-		first   *failure
-		aborted atomic.Bool
-		next    atomic.Int64
-		wg      sync.WaitGroup
-	)
-	start := time.Now()
-	for w := 0; w < conc; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !aborted.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				method, url, body, want := req(i)
-				t0 := time.Now()
-				code, b, err := l.do(method, url, body)
-				d := time.Since(t0)
-				mu.Lock()
-				lat[i], done[i] = d, true
-				if name == "create" && i == 0 {
-					l.sample = b
-				}
-				if err != nil || !slices.Contains(want, code) {
-					errs++
-					if first == nil {
-						first = &failure{Phase: name, Method: method, Path: strings.TrimPrefix(url, l.base), Status: code, Body: truncate(b, 2000)}
-						if err != nil {
-							first.Error = err.Error()
-						}
-					}
-					if okCount == 0 && errs >= 10 {
-						aborted.Store(true)
-					}
-				} else {
-					okCount++
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(start)
-	var got []time.Duration
-	for i := range lat {
-		if done[i] {
-			got = append(got, lat[i])
-		}
-	}
-	p := summarize(name, got, wall)
-	p.Concurrency, p.Errors, p.Aborted, p.FirstError = conc, errs, aborted.Load(), first
-	return p
-}
-
-// percentile is the nearest-rank percentile of sorted durations.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	k := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(k, len(sorted)-1))]
-}
-
-func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
-
-func summarize(name string, lat []time.Duration, wall time.Duration) phase {
-	p := phase{Name: name, Requests: len(lat), WallSec: wall.Seconds()}
-	if len(lat) == 0 {
-		return p
-	}
-	p.FirstMs = ms(lat[0])
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	var sum time.Duration
-	for _, d := range s {
-		sum += d
-	}
-	p.PerSecond = float64(len(s)) / wall.Seconds()
-	p.MeanMs = ms(sum / time.Duration(len(s)))
-	p.P50Ms, p.P90Ms, p.P99Ms, p.MaxMs = ms(percentile(s, 0.50)), ms(percentile(s, 0.90)), ms(percentile(s, 0.99)), ms(s[len(s)-1])
-	return p
-}
-
-// waitEstablished polls the CRD until its Established condition is True.
-func (l *loader) waitEstablished(name string, timeout time.Duration) error {
-	u := l.base + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name
-	deadline := time.Now().Add(timeout)
-	var last string
-	for {
-		code, b, err := l.do(http.MethodGet, u, nil)
-		switch {
-		case err != nil:
-			last = err.Error()
-		case code != http.StatusOK:
-			last = fmt.Sprintf("GET %s: HTTP %d: %s", strings.TrimPrefix(u, l.base), code, truncate(b, 1000))
-		default:
-			var crd struct {
-				Status json.RawMessage `json:"status"`
-			}
-			_ = json.Unmarshal(b, &crd)
-			var st struct {
-				Conditions []struct{ Type, Status string } `json:"conditions"`
-			}
-			_ = json.Unmarshal(crd.Status, &st)
-			for _, c := range st.Conditions {
-				if c.Type == "Established" && c.Status == "True" {
-					return nil
-				}
-			}
-			last = "status " + truncate(crd.Status, 1000)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("CRD %s not Established after %v; last answer: %s", name, timeout, last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // list GETs the whole collection once (no limit), retrying 429s.
 func (l *loader) list() (listSample, *failure) {
 	for attempt := 0; ; attempt++ {
 		t0 := time.Now()
-		code, b, err := l.do(http.MethodGet, l.coll, nil)
+		code, b, err := l.do(context.Background(), http.MethodGet, l.coll, nil)
 		d := time.Since(t0)
 		if err == nil && code == http.StatusTooManyRequests && attempt < 10 {
 			time.Sleep(time.Second)
@@ -338,18 +138,14 @@ func runLoad(args []string) error {
 	)
 	fs.Var(&rssPIDs, "rss-pid", "name=PID of a server process whose VmRSS is read right after the lists (repeatable)")
 	_ = fs.Parse(args)
-	u, err := checkLoopback(*server)
-	if err != nil {
-		return err
-	}
 	if *n < 1 || *n > 100000 || *listN < 0 || *listN > 100000 || *lists < 1 || *conc < 1 || *conc > 64 || *rounds < 1 || *rounds > 10 {
 		return errors.New("need 1 <= -n <= 100000, 0 <= -list-n <= 100000, -lists >= 1, 1 <= -concurrency <= 64, 1 <= -rounds <= 10")
 	}
-	client, err := newClient(u, t, *conc)
+	c, err := connect(*server, t, *conc)
 	if err != nil {
 		return err
 	}
-	base := strings.TrimRight(*server, "/")
+	base, ctx := c.base, context.Background()
 	gv := "/apis/" + *apiVersion
 	if !strings.Contains(*apiVersion, "/") {
 		gv = "/api/" + *apiVersion
@@ -359,24 +155,23 @@ func runLoad(args []string) error {
 		coll += "/namespaces/" + *namespace
 	}
 	coll += "/" + *resource
-	l := &loader{client: client, base: base, coll: coll, apiVersion: *apiVersion, kind: *kind, bodyBytes: *bodyBytes}
+	l := &loader{client: c, coll: coll, apiVersion: *apiVersion, kind: *kind, bodyBytes: *bodyBytes}
 	res := &loadResult{Server: base, Collection: strings.TrimPrefix(coll, base), ClientCert: t.cert != "", CRD: *crd, SettleSec: settle.Seconds()}
 	res.BodyBytes = len(l.body(*prefix+"c-00000", 0))
+	var sample []byte // the answer to the first create
 	finish := func(err error) error {
-		if p, ok := l.proto.Load().(string); ok {
-			res.Protocol = p
-		}
+		res.Protocol = c.protocol()
 		if err != nil {
 			res.Error = err.Error()
 		}
-		if l.sample != nil {
-			res.Sample = truncate(l.sample, 4000)
+		if sample != nil {
+			res.Sample = truncate(sample, 4000)
 			var obj struct {
 				Metadata struct {
 					ManagedFields []json.RawMessage `json:"managedFields"`
 				} `json:"metadata"`
 			}
-			_ = json.Unmarshal(l.sample, &obj)
+			_ = json.Unmarshal(sample, &obj)
 			res.ManagedFields = len(obj.Metadata.ManagedFields) > 0
 		}
 		for _, p := range res.Phases {
@@ -398,14 +193,10 @@ func runLoad(args []string) error {
 
 	if *crd != "" {
 		t0 := time.Now()
-		if err := l.waitEstablished(*crd, *waitFor); err != nil {
+		if err := c.waitEstablished(ctx, *crd, *waitFor); err != nil {
 			// Show what a create gets from the server in this state.
-			code, b, derr := l.do(http.MethodPost, coll, l.body(*prefix+"probe", 0))
-			f := failure{Phase: "wait-established", Method: http.MethodPost, Path: res.Collection, Status: code, Body: truncate(b, 2000)}
-			if derr != nil {
-				f.Error = derr.Error()
-			}
-			res.Failures = append(res.Failures, f)
+			code, b, derr := c.do(ctx, http.MethodPost, coll, l.body(*prefix+"probe", 0))
+			res.Failures = append(res.Failures, *c.fail("wait-established", http.MethodPost, coll, code, b, derr))
 			return finish(err)
 		}
 		res.EstablishedSec = time.Since(t0).Seconds()
@@ -424,15 +215,19 @@ func runLoad(args []string) error {
 			kind = "c" + strconv.Itoa(r)
 		}
 		log.Printf("round %d of %d: %d sequential creates", r, *rounds, *n)
-		c := l.run("create", *n, 1, func(i int) (string, string, []byte, []int) {
-			return http.MethodPost, coll, l.body(name(kind, i), i), created
+		cr := c.phase(ctx, "create", *n, 1, func(i int) request {
+			return request{http.MethodPost, coll, l.body(name(kind, i), i), created}
+		}, func(i int, _ bool, b []byte) {
+			if i == 0 {
+				sample = b
+			}
 		})
 		log.Printf("round %d of %d: %d sequential deletes", r, *rounds, *n)
-		d := l.run("delete", *n, 1, func(i int) (string, string, []byte, []int) {
-			return http.MethodDelete, coll + "/" + name(kind, i), nil, deleted
-		})
-		creates, deletes = append(creates, c), append(deletes, d)
-		if c.Aborted || d.Aborted {
+		d := c.phase(ctx, "delete", *n, 1, func(i int) request {
+			return request{http.MethodDelete, coll + "/" + name(kind, i), nil, deleted}
+		}, nil)
+		creates, deletes = append(creates, cr), append(deletes, d)
+		if cr.Aborted || d.Aborted {
 			break
 		}
 	}
@@ -453,9 +248,9 @@ func runLoad(args []string) error {
 		bodies[i] = l.body(name("l", i), i)
 	}
 	log.Printf("%d creates with %d workers", *listN, *conc)
-	pop := l.run("populate", *listN, *conc, func(i int) (string, string, []byte, []int) {
-		return http.MethodPost, coll, bodies[i], []int{http.StatusCreated, http.StatusConflict}
-	})
+	pop := c.phase(ctx, "populate", *listN, *conc, func(i int) request {
+		return request{http.MethodPost, coll, bodies[i], []int{http.StatusCreated, http.StatusConflict}}
+	}, nil)
 	res.Phases = append(res.Phases, pop)
 	if pop.Aborted {
 		return finish(nil)
@@ -474,29 +269,20 @@ func runLoad(args []string) error {
 		res.ListItems, res.ListBytes = s.Items, s.Bytes
 	}
 	if len(ds) > 0 {
-		slices.Sort(ds)
-		res.ListMinMs, res.ListMaxMs = ds[0], ds[len(ds)-1]
-		res.ListMedianMs = ds[len(ds)/2]
-		if len(ds)%2 == 0 {
-			res.ListMedianMs = (ds[len(ds)/2-1] + ds[len(ds)/2]) / 2
-		}
+		res.ListMedianMs, res.ListMinMs, res.ListMaxMs = median(ds), slices.Min(ds), slices.Max(ds)
 		if res.ListItems < *listN {
 			res.Failures = append(res.Failures, failure{Phase: "list", Method: http.MethodGet, Path: res.Collection, Status: 200,
 				Error: fmt.Sprintf("list returned %d items, want at least %d", res.ListItems, *listN)})
 		}
 	}
 
-	for _, p := range rssPIDs {
-		m := readMem(p.name, p.pid)
-		res.RSSAfter = append(res.RSSAfter, m)
-		res.RSSAfterMiB += m.VMRSSMiB
-	}
+	res.RSSAfter, res.RSSAfterMiB = readRSS(rssPIDs)
 
 	if *cleanup {
 		log.Printf("cleanup: deleting %d objects with %d workers", *listN, *conc)
-		res.Phases = append(res.Phases, l.run("cleanup", *listN, *conc, func(i int) (string, string, []byte, []int) {
-			return http.MethodDelete, coll + "/" + name("l", i), nil, append(deleted, http.StatusNotFound)
-		}))
+		res.Phases = append(res.Phases, c.phase(ctx, "cleanup", *listN, *conc, func(i int) request {
+			return request{http.MethodDelete, coll + "/" + name("l", i), nil, append(deleted, http.StatusNotFound)}
+		}, nil))
 	}
 	return finish(nil)
 }

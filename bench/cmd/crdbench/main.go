@@ -59,16 +59,8 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
-	"flag"
 	"fmt"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
-	"time"
 )
 
 func main() {
@@ -111,91 +103,4 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|admission|paths|crds|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
 	os.Exit(2)
-}
-
-// tlsFlags are the client's TLS settings, shared by load and start.
-type tlsFlags struct {
-	cacert, cert, key string
-	insecure, http1   bool
-}
-
-func (t *tlsFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.cacert, "cacert", "", "CA bundle to verify an https server")
-	fs.StringVar(&t.cert, "cert", "", "client certificate (empty: no client certificate)")
-	fs.StringVar(&t.key, "key", "", "client key")
-	fs.BoolVar(&t.insecure, "insecure", false, "skip TLS verification")
-	fs.BoolVar(&t.http1, "http1", false, "use HTTP/1.1 even over TLS (plain http is always HTTP/1.1)")
-}
-
-// checkLoopback refuses any URL whose host is not a loopback address.
-func checkLoopback(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%q: scheme must be http or https", raw)
-	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("%q: crdbench only talks to loopback addresses (127.0.0.1, ::1)", raw)
-	}
-	return u, nil
-}
-
-// newClient returns an HTTP client for u. Plain http gets HTTP/1.1 with
-// keep-alive; https gets HTTP/2 unless http1 is set.
-func newClient(u *url.URL, t tlsFlags, conns int) (*http.Client, error) {
-	tr := &http.Transport{
-		MaxIdleConns:        conns + 4,
-		MaxIdleConnsPerHost: conns + 4,
-		IdleConnTimeout:     90 * time.Second,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-	}
-	if u.Scheme == "https" {
-		cfg := &tls.Config{InsecureSkipVerify: t.insecure}
-		if t.cacert != "" {
-			pem, err := os.ReadFile(t.cacert)
-			if err != nil {
-				return nil, err
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("no certificates in %s", t.cacert)
-			}
-			cfg.RootCAs = pool
-		} else if !t.insecure {
-			return nil, fmt.Errorf("https needs -cacert or -insecure")
-		}
-		if t.cert != "" {
-			c, err := tls.LoadX509KeyPair(t.cert, t.key)
-			if err != nil {
-				return nil, err
-			}
-			cfg.Certificates = []tls.Certificate{c}
-		}
-		tr.TLSClientConfig = cfg
-		if t.http1 {
-			tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
-		} else {
-			tr.ForceAttemptHTTP2 = true
-		}
-	}
-	return &http.Client{Transport: tr, Timeout: 60 * time.Second}, nil
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-// truncate keeps error bodies readable in reports.
-func truncate(b []byte, n int) string {
-	if len(b) > n {
-		return string(b[:n]) + "…"
-	}
-	return string(b)
 }

@@ -29,8 +29,6 @@ package main
 //     (a printer column added), and after a flip None → Webhook.
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -389,19 +387,6 @@ func withLabel(crd []byte, runID string) []byte {
 	return b
 }
 
-// crdEstablished reports whether a CRD (decoded JSON) is Established.
-func crdEstablished(crd map[string]any) bool {
-	st, _ := crd["status"].(map[string]any)
-	conds, _ := st["conditions"].([]any)
-	for _, c := range conds {
-		cm, _ := c.(map[string]any)
-		if cm["type"] == "Established" && cm["status"] == "True" {
-			return true
-		}
-	}
-	return false
-}
-
 // crdGeneration is metadata.generation of a CRD (decoded JSON).
 func crdGeneration(crd map[string]any) int64 {
 	md, _ := crd["metadata"].(map[string]any)
@@ -467,79 +452,10 @@ func checkNames(names []string, n int, seen map[string]bool) string {
 	return ""
 }
 
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += n
-	return n, err
-}
-
-// send is coreClient.do with a content type of the caller's choosing.
-func (c *coreClient) send(ctx context.Context, method, url, contentType string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "crdbench")
-	req.Header.Set("Content-Type", contentType)
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	c.proto.Store(resp.Proto)
-	return resp.StatusCode, b, err
-}
-
-// getGzip GETs url as client-go does, with Accept-Encoding: gzip (Go's
-// transport adds it to every request itself and decompresses the answer
-// while it is read; here it is asked for explicitly so that the bytes on
-// the wire can be counted). It returns the status, the decompressed body,
-// the body's size as sent and its Content-Encoding.
-func (c *coreClient) getGzip(ctx context.Context, url string) (code int, body []byte, wire int, enc string, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, nil, 0, "", err
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Accept-Encoding", "gzip")
-	req.Header.Set("User-Agent", "crdbench")
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return 0, nil, 0, "", err
-	}
-	defer resp.Body.Close()
-	c.proto.Store(resp.Proto)
-	enc = resp.Header.Get("Content-Encoding")
-	cr := &countingReader{r: resp.Body}
-	var rd io.Reader = cr
-	if enc == "gzip" {
-		zr, zerr := gzip.NewReader(cr)
-		if zerr != nil {
-			return resp.StatusCode, nil, cr.n, enc, zerr
-		}
-		rd = zr
-	}
-	body, err = io.ReadAll(rd)
-	if err == nil {
-		_, err = io.Copy(io.Discard, cr) // anything after the gzip stream
-	}
-	return resp.StatusCode, body, cr.n, enc, err
-}
-
 // pathsRun is one crdbench paths run against one server.
 type pathsRun struct {
 	ctx     context.Context
-	c       *coreClient
-	u       *url.URL
-	tls     tlsFlags
+	c       *client
 	base    string
 	ns      string
 	res     *pathsResult
@@ -557,8 +473,6 @@ type pathsRun struct {
 	waitFor, deleteWait, phaseLimit                 time.Duration
 	conversion                                      bool
 }
-
-const crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 // do sends one request bounded by the run's context and limit.
 func (p *pathsRun) do(method, url string, body []byte, limit time.Duration) (int, []byte, error) {
@@ -612,44 +526,9 @@ func (p *pathsRun) createCRD(name string, body []byte) (failure, bool) {
 	return failure{}, true
 }
 
-// getCRD GETs a CRD as decoded JSON.
-func (p *pathsRun) getCRD(name string) (map[string]any, int, []byte, error) {
-	code, b, err := p.do(http.MethodGet, p.base+crdPath+"/"+name, nil, 10*time.Second)
-	if err != nil || code != http.StatusOK {
-		return nil, code, b, err
-	}
-	var crd map[string]any
-	if err := json.Unmarshal(b, &crd); err != nil {
-		return nil, code, b, err
-	}
-	return crd, code, b, nil
-}
-
-// waitCRD polls a CRD every poll until cond holds; it returns the time
-// from t0 and the polls made.
+// waitCRD polls a CRD every poll until cond holds, within -wait.
 func (p *pathsRun) waitCRD(name string, t0 time.Time, poll time.Duration, cond func(map[string]any) bool) (time.Duration, int, error) {
-	deadline := time.Now().Add(p.waitFor)
-	var last string
-	for i := 1; i <= 1_000_000; i++ {
-		crd, code, b, err := p.getCRD(name)
-		if err == nil && crd != nil && cond(crd) {
-			return time.Since(t0), i, nil
-		}
-		switch {
-		case err != nil:
-			last = err.Error()
-		case crd == nil:
-			last = fmt.Sprintf("HTTP %d %s", code, truncate(b, 300))
-		default:
-			st, _ := json.Marshal(crd["status"])
-			last = "status " + truncate(st, 500)
-		}
-		if time.Now().After(deadline) || p.ctx.Err() != nil {
-			break
-		}
-		time.Sleep(poll)
-	}
-	return time.Since(t0), 0, fmt.Errorf("CRD %s: condition not met within %v; last: %s", name, p.waitFor, last)
+	return p.c.waitCRD(p.ctx, name, t0, p.waitFor, poll, cond)
 }
 
 // deleteCRDs deletes CRDs of this run and waits until they are gone, all
@@ -748,10 +627,6 @@ func runPaths(args []string) error {
 	)
 	fs.Var(&rssPIDs, "rss-pid", "name=PID of a server process whose VmRSS is read (repeatable; the reference: apiserver and etcd)")
 	_ = fs.Parse(args)
-	u, err := checkLoopback(*server)
-	if err != nil {
-		return err
-	}
 	ws, err := parseWatchers(*watchers)
 	if err != nil {
 		return err
@@ -789,7 +664,7 @@ func runPaths(args []string) error {
 		return errors.New("-run-id: at most 20 lower-case letters and digits")
 	}
 	*creates = min(*creates, *n)
-	client, err := newClient(u, t, *conc)
+	c, err := connect(*server, t, *conc)
 	if err != nil {
 		return err
 	}
@@ -797,7 +672,7 @@ func runPaths(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	base := strings.TrimRight(*server, "/")
+	base := c.base
 	res := &pathsResult{Server: base, Name: *name, ClientCert: t.cert != "", Date: time.Now().UTC().Format(time.RFC3339), RunID: *runID,
 		Namespace: *namespace, N: *n, Rounds: *rounds, Creates: *creates, Concurrency: *conc, Gets: *gets, Lists: *lists, Walks: *walks,
 		PageLimit: *pageLimit, Watchers: ws, WatchersPerConn: *perConn, WatchUpdates: *updates, WatchIntervalMs: ms(*interval),
@@ -808,7 +683,7 @@ func runPaths(args []string) error {
 	for _, p := range rssPIDs {
 		res.RSSProcs = append(res.RSSProcs, p.name)
 	}
-	p := &pathsRun{ctx: ctx, c: &coreClient{client: client, base: base}, u: u, tls: t, base: base, ns: *namespace, res: res, rss: rssPIDs,
+	p := &pathsRun{ctx: ctx, c: c, base: base, ns: *namespace, res: res, rss: rssPIDs,
 		created: map[string]bool{}, failed: map[string]bool{},
 		n: *n, creates: *creates, conc: *conc, gets: *gets, lists: *lists, walks: *walks, pageLimit: *pageLimit, watchers: ws,
 		perConn: *perConn, updates: *updates, freshCRDs: *freshCRDs, bodyBytes: *bodyBytes, interval: *interval, watchWait: *watchWait,
@@ -839,9 +714,7 @@ func runPaths(args []string) error {
 				res.Failures = append(res.Failures, failure{Phase: "cleanup", Error: "CRDs left behind: " + s})
 			}
 		}
-		if pr, ok := p.c.proto.Load().(string); ok {
-			res.Protocol = pr
-		}
+		res.Protocol = c.protocol()
 		res.LoadEnd = loadavg()
 		if err == nil && ctx.Err() != nil {
 			err = errors.New("interrupted")
@@ -928,8 +801,8 @@ func (p *pathsRun) round(rd *pathsRound) error {
 	}
 	phaseCtx, cancel := context.WithTimeout(p.ctx, p.phaseLimit)
 	log.Printf("round %d: %d creates with %d workers (measured)", rd.Round, p.creates, p.conc)
-	cr := p.c.run(phaseCtx, "creates", p.creates, p.conc, func(i int) coreReq {
-		return coreReq{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
+	cr := p.c.phase(phaseCtx, "creates", p.creates, p.conc, func(i int) request {
+		return request{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
 	}, nil)
 	cancel()
 	rd.Creates = &cr
@@ -939,8 +812,8 @@ func (p *pathsRun) round(rd *pathsRound) error {
 	if rest := p.n - p.creates; rest > 0 && !cr.Aborted {
 		phaseCtx, cancel := context.WithTimeout(p.ctx, p.phaseLimit)
 		log.Printf("round %d: %d more creates (setup)", rd.Round, rest)
-		pop := p.c.run(phaseCtx, "populate", rest, p.conc, func(i int) coreReq {
-			return coreReq{http.MethodPost, coll, bodies[p.creates+i], []int{http.StatusCreated}}
+		pop := p.c.phase(phaseCtx, "populate", rest, p.conc, func(i int) request {
+			return request{http.MethodPost, coll, bodies[p.creates+i], []int{http.StatusCreated}}
 		}, nil)
 		cancel()
 		rd.Populate = &pop
@@ -968,9 +841,12 @@ func (p *pathsRun) round(rd *pathsRound) error {
 	stride := max(1, p.n/p.gets)
 	var wrong atomic.Int64
 	var firstWrong atomic.Value
-	g := p.c.run(phaseCtx, "gets", p.gets, 1, func(i int) coreReq {
-		return coreReq{http.MethodGet, coll + "/" + itemName((i*stride)%p.n), nil, []int{http.StatusOK}}
-	}, func(i int, b []byte) {
+	g := p.c.phase(phaseCtx, "gets", p.gets, 1, func(i int) request {
+		return request{http.MethodGet, coll + "/" + itemName((i*stride)%p.n), nil, []int{http.StatusOK}}
+	}, func(i int, ok bool, b []byte) {
+		if !ok {
+			return
+		}
 		// The answer is the object asked for.
 		var o struct {
 			Kind     string `json:"kind"`
@@ -1250,9 +1126,9 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 	// up before the watches share it.
 	nconn := (w + p.perConn - 1) / p.perConn
 	var dials atomic.Int64
-	clients := make([]*http.Client, nconn)
+	clients := make([]*client, nconn)
 	for j := range clients {
-		cl, err := newClient(p.u, p.tls, 1)
+		cl, err := newClient(p.c.u, p.c.tls, 1)
 		if err != nil {
 			return fail("client: %v", err)
 		}
@@ -1265,8 +1141,8 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 			}
 			defer tr.CloseIdleConnections()
 		}
-		clients[j] = cl
-		pc := &coreClient{client: cl, base: p.base}
+		pc := &client{hc: cl, base: p.base}
+		clients[j] = pc
 		pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
 		code, b, err := pc.do(pctx, http.MethodGet, coll+"?limit=1", nil)
 		pcancel()
@@ -1310,14 +1186,7 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 			defer wg.Done()
 			wctx, wcancel := context.WithCancel(ctx)
 			defer wcancel()
-			req, err := http.NewRequestWithContext(wctx, http.MethodGet, watchURL, nil)
-			if err != nil {
-				opened <- err
-				return
-			}
-			req.Header.Set("Accept", "application/json")
-			req.Header.Set("User-Agent", "crdbench")
-			resp, err := clients[i/p.perConn].Do(req)
+			resp, err := clients[i/p.perConn].send(wctx, http.MethodGet, watchURL, nil)
 			if err != nil {
 				opened <- err
 				return
@@ -1416,7 +1285,7 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 		body := []byte(`{"spec":{"seq":` + strconv.FormatInt(seqBase+int64(k), 10) + `}}`)
 		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 		ts := time.Now()
-		code, b, err := p.c.send(wctx, http.MethodPatch, target, "application/merge-patch+json", body)
+		code, b, err := p.c.do(wctx, http.MethodPatch, target, body, "Content-Type", "application/merge-patch+json")
 		d := time.Since(ts)
 		wcancel()
 		ok := err == nil && code == http.StatusOK
@@ -1561,24 +1430,10 @@ func (p *pathsRun) convList(group string, webhook bool) (*convListRun, *failure)
 		cl.Attempts++
 		ctx, cancel := context.WithTimeout(p.ctx, 2*time.Minute)
 		t1 := time.Now()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, path, nil)
-		var (
-			code  int
-			b     []byte
-			after = time.Second
-		)
-		if err == nil {
-			req.Header.Set("Accept", "application/json")
-			req.Header.Set("User-Agent", "crdbench")
-			var resp *http.Response
-			if resp, err = p.c.client.Do(req); err == nil {
-				code = resp.StatusCode
-				b, err = io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s >= 0 && s <= 60 {
-					after = time.Duration(s) * time.Second
-				}
-			}
+		code, b, hdr, err := p.c.call(ctx, http.MethodGet, path, nil)
+		after := time.Second
+		if s, perr := strconv.Atoi(hdr.Get("Retry-After")); err == nil && perr == nil && s >= 0 && s <= 60 {
+			after = time.Duration(s) * time.Second
 		}
 		d := time.Since(t1)
 		cancel()
@@ -1617,33 +1472,11 @@ type tableColumn struct {
 	Name string `json:"name"`
 }
 
-// getObject GETs one object, with the Accept given, and decodes it.
-func (p *pathsRun) getObject(url, accept string, v any) (int, error) {
-	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Accept", accept)
-	req.Header.Set("User-Agent", "crdbench")
-	resp, err := p.c.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, err
-	}
-	return resp.StatusCode, json.Unmarshal(b, v)
-}
-
 // changeCRD GETs a CRD, changes it with edit, PUTs it and waits until a GET
 // of the CRD shows the change (observed) with the CRD Established, then
 // until the server serves it: served polls one object every 10 ms.
 func (p *pathsRun) changeCRD(name string, edit func(map[string]any) error, observed func(map[string]any) bool, served func() bool) (*convChange, *failure) {
-	crd, code, b, err := p.getCRD(name)
+	crd, code, b, err := p.c.getCRD(p.ctx, name)
 	if crd == nil {
 		f := p.httpFail(http.MethodGet, p.base+crdPath+"/"+name, code, b, err)
 		return nil, &f
@@ -1711,8 +1544,8 @@ func (p *pathsRun) convRow(rd *pathsRound, roundCRDs *[]string) {
 		bodies[i] = crontabBody(group, "crontab-"+strconv.Itoa(100000 + i)[1:], i)
 	}
 	phaseCtx, cancel := context.WithTimeout(p.ctx, p.phaseLimit)
-	pop := p.c.run(phaseCtx, "conv-populate", p.n, p.conc, func(i int) coreReq {
-		return coreReq{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
+	pop := p.c.phase(phaseCtx, "conv-populate", p.n, p.conc, func(i int) request {
+		return request{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
 	}, nil)
 	cancel()
 	cv.Populate = &pop
@@ -1742,7 +1575,7 @@ func (p *pathsRun) convRow(rd *pathsRound, roundCRDs *[]string) {
 		var t struct {
 			ColumnDefinitions []tableColumn `json:"columnDefinitions"`
 		}
-		code, err := p.getObject(obj, "application/json;as=Table;v=v1;g=meta.k8s.io", &t)
+		code, err := p.c.getJSON(p.ctx, obj, "application/json;as=Table;v=v1;g=meta.k8s.io", &t)
 		return err == nil && code == http.StatusOK && slices.Contains(t.ColumnDefinitions, tableColumn{Name: "Image"})
 	}
 	hostIs := func(want bool) func() bool {
@@ -1750,7 +1583,7 @@ func (p *pathsRun) convRow(rd *pathsRound, roundCRDs *[]string) {
 			var o struct {
 				Host *string `json:"host"`
 			}
-			code, err := p.getObject(obj, "application/json", &o)
+			code, err := p.c.getJSON(p.ctx, obj, "application/json", &o)
 			return err == nil && code == http.StatusOK && (o.Host != nil) == want
 		}
 	}

@@ -210,7 +210,7 @@ func TestGetGzip(t *testing.T) {
 		_ = zw.Close()
 	}))
 	defer srv.Close()
-	c := &coreClient{client: srv.Client(), base: srv.URL}
+	c := &client{hc: srv.Client(), base: srv.URL}
 	code, b, wire, enc, err := c.getGzip(context.Background(), srv.URL)
 	if err != nil || code != 200 || enc != "gzip" || !bytes.Equal(b, body) || wire <= 0 || wire >= len(body)/4 {
 		t.Fatalf("gzip: code %d enc %q err %v, %d bytes, %d on the wire", code, enc, err, len(b), wire)

@@ -45,18 +45,6 @@ func loadSide(dir, name string) side {
 	return s
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // okStarts are the starts that reached ready.
 func (s side) okStarts() []startResult {
 	var r []startResult

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -114,18 +115,14 @@ func runRules(args []string) error {
 		jsonOut = fs.String("json", "", "write the results as JSON to this file")
 	)
 	_ = fs.Parse(args)
-	u, err := checkLoopback(*server)
-	if err != nil {
-		return err
-	}
 	if *n < 1 || *n > 100000 || *rounds < 1 || *rounds > 20 || *warm < 1 || *warm > 50 || *conc < 1 || *conc > 64 {
 		return errors.New("need 1 <= -n <= 100000, 1 <= -rounds <= 20, 1 <= -warm <= 50, 1 <= -concurrency <= 64")
 	}
-	client, err := newClient(u, t, *conc)
+	l, err := connect(*server, t, *conc)
 	if err != nil {
 		return err
 	}
-	base := strings.TrimRight(*server, "/")
+	base, ctx := l.base, context.Background()
 	res := &rulesResult{Server: base, N: *n, Rounds: *rounds, Warm: *warm, Concurrency: *conc}
 
 	hook, hookURL, certPEM, hsrv, err := serveCronTabWebhook()
@@ -135,11 +132,8 @@ func runRules(args []string) error {
 	defer hsrv.Close()
 	res.WebhookURL = hookURL
 
-	l := &loader{client: client, base: base}
 	finish := func(err error) error {
-		if p, ok := l.proto.Load().(string); ok {
-			res.Protocol = p
-		}
+		res.Protocol = l.protocol()
 		if err != nil {
 			res.Error = err.Error()
 		}
@@ -160,7 +154,7 @@ func runRules(args []string) error {
 		return err
 	}
 	post := func(phase, path string, body []byte, want ...int) bool {
-		code, b, err := l.do(http.MethodPost, base+path, body)
+		code, b, err := l.do(ctx, http.MethodPost, base+path, body)
 		if err == nil && slices.Contains(want, code) {
 			return true
 		}
@@ -191,7 +185,7 @@ func runRules(args []string) error {
 		}
 	}
 	for _, c := range crds {
-		if err := l.waitEstablished(c.name, *waitFor); err != nil {
+		if err := l.waitEstablished(ctx, c.name, *waitFor); err != nil {
 			return finish(err)
 		}
 	}
@@ -207,7 +201,7 @@ func runRules(args []string) error {
 	}
 	deadline := time.Now().Add(*waitFor)
 	for {
-		code, b, err := l.do(http.MethodGet, base+"/apis/"+rulesGroup+"/v1/namespaces/default/crontabs/probe", nil)
+		code, b, err := l.do(ctx, http.MethodGet, base+"/apis/"+rulesGroup+"/v1/namespaces/default/crontabs/probe", nil)
 		if err == nil && code == http.StatusOK && strings.Contains(string(b), `"port":"8001"`) {
 			break
 		}
@@ -226,7 +220,7 @@ func runRules(args []string) error {
 		path := "/apis/" + group + "/v1/namespaces/" + ns + "/crontabs"
 		before := hook.snapshot()
 		t0 := time.Now()
-		code, b, err := l.do(http.MethodGet, base+path, nil)
+		code, b, err := l.do(ctx, http.MethodGet, base+path, nil)
 		d := time.Since(t0)
 		h := hook.snapshot().minus(before)
 		problem := ""
@@ -263,9 +257,9 @@ func runRules(args []string) error {
 			target := base + "/apis/" + c.group + "/v1beta1/namespaces/" + ns + "/crontabs"
 			label := fmt.Sprintf("populate-%s-%d", strings.ToLower(c.conversion), r+1)
 			log.Printf("%s: %d creates", label, *n)
-			p := l.run(label, *n, *conc, func(i int) (string, string, []byte, []int) {
-				return http.MethodPost, target, bodies[i], []int{http.StatusCreated}
-			})
+			p := l.phase(ctx, label, *n, *conc, func(i int) request {
+				return request{http.MethodPost, target, bodies[i], []int{http.StatusCreated}}
+			}, nil)
 			res.Phases = append(res.Phases, p)
 			if p.Errors > 0 {
 				return finish(fmt.Errorf("%s: %d of %d creates failed", label, p.Errors, p.Requests))

@@ -52,6 +52,18 @@ func readMem(name string, pid int) procMem {
 	return m
 }
 
+// readRSS reads the VmRSS of processes, and their sum.
+func readRSS(pids namedPIDs) ([]procMem, float64) {
+	var mems []procMem
+	var total float64
+	for _, p := range pids {
+		m := readMem(p.name, p.pid)
+		mems = append(mems, m)
+		total += m.VMRSSMiB
+	}
+	return mems, total
+}
+
 // namedPIDs is a repeatable name=PID flag.
 type namedPIDs []struct {
 	name string
