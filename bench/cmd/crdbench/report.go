@@ -140,6 +140,26 @@ func commas(n int) string {
 	return s
 }
 
+// failureLines writes failures as a Markdown list, each "- who `phase`:
+// `METHOD path` → HTTP status (error)" with the answer's body below it.
+func failureLines(who string, fs []failure) []string {
+	var out []string
+	for _, f := range fs {
+		s := fmt.Sprintf("- %s `%s`: `%s %s` → HTTP %d", who, f.Phase, f.Method, f.Path, f.Status)
+		if f.Error != "" {
+			s += " (" + f.Error + ")"
+		}
+		if f.Body != "" {
+			s += "\n\n  ```\n  " + strings.ReplaceAll(strings.TrimSpace(f.Body), "\n", "\n  ") + "\n  ```"
+		}
+		out = append(out, s+"\n")
+	}
+	return out
+}
+
+// yesNo is a target's verdict.
+func yesNo(ok bool) string { return map[bool]string{true: "**yes**", false: "**no**"}[ok] }
+
 func runReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ExitOnError)
 	dir := fs.String("dir", "", "folder with the JSON results of one run")
@@ -161,9 +181,6 @@ func runReport(args []string) error {
 	}
 
 	nC, nR := len(c.okStarts()), len(r.okStarts())
-	row := func(metric string, cv, rv val) {
-		p("| %s | %s | %s | %s |\n", metric, cv, rv, ratio(cv, rv))
-	}
 	startVal := func(s side, f func(startResult) float64, agg func([]float64) float64, prec int, unit string, scale float64) val {
 		v := s.startStat(f)
 		if len(v) == 0 {
@@ -174,6 +191,9 @@ func runReport(args []string) error {
 		}
 		return num(agg(v)*scale, prec, unit)
 	}
+	startBoth := func(f func(startResult) float64, agg func([]float64) float64, prec int, unit string, scale float64) (val, val) {
+		return startVal(c, f, agg, prec, unit, scale), startVal(r, f, agg, prec, unit, scale)
+	}
 	minf := func(v []float64) float64 { return slices.Min(v) }
 	ready := func(st startResult) float64 { return st.ReadyMs }
 	readyT0 := func(st startResult) float64 {
@@ -182,45 +202,51 @@ func runReport(args []string) error {
 		}
 		return st.ReadyMs
 	}
+	mem := func(name string) func(startResult) float64 {
+		return func(st startResult) float64 { return memOf(st, name) }
+	}
+	total := func(st startResult) float64 { return st.TotalRSSMiB }
 
 	p("## Results\n\n")
-	p("| metric | crdserver | reference | ratio |\n|---|---|---|---|\n")
-	row(fmt.Sprintf("start-up, launch → /readyz ok, min (crdserver %d starts, reference %d)", nC, nR),
-		startVal(c, ready, minf, 3, " s", 0.001), startVal(r, ready, minf, 3, " s", 0.001))
-	row("start-up, launch → /readyz ok, median",
-		startVal(c, ready, median, 3, " s", 0.001), startVal(r, ready, median, 3, " s", 0.001))
-	row("start-up incl. etcd, median (reference: etcd launch → apiserver /readyz ok; crdserver embeds etcd, same as above)",
-		startVal(c, readyT0, median, 3, " s", 0.001), startVal(r, readyT0, median, 3, " s", 0.001))
+	t := newTable("metric", "crdserver", "reference", "ratio")
+	cv, rv := startBoth(ready, minf, 3, " s", 0.001)
+	t.cmp(fmt.Sprintf("start-up, launch → /readyz ok, min (crdserver %d starts, reference %d)", nC, nR), cv, rv)
+	cv, rv = startBoth(ready, median, 3, " s", 0.001)
+	t.cmp("start-up, launch → /readyz ok, median", cv, rv)
+	cv, rv = startBoth(readyT0, median, 3, " s", 0.001)
+	t.cmp("start-up incl. etcd, median (reference: etcd launch → apiserver /readyz ok; crdserver embeds etcd, same as above)", cv, rv)
 	idleSec := 0.0
 	if st := c.okStarts(); len(st) > 0 {
 		idleSec = st[0].IdleSec
 	}
-	row(fmt.Sprintf("idle RSS %.0f s after ready, no CRDs: server process, median (crdserver includes its embedded etcd)", idleSec),
-		startVal(c, func(st startResult) float64 { return memOf(st, "crdserver") }, median, 1, " MiB", 1),
-		startVal(r, func(st startResult) float64 { return memOf(st, "apiextensions-apiserver") }, median, 1, " MiB", 1))
-	p("| idle RSS: etcd, median | (embedded, in the row above) | %s | – |\n",
-		startVal(r, func(st startResult) float64 { return memOf(st, "etcd") }, median, 1, " MiB", 1))
-	row("idle RSS: total, median (reference: apiserver + etcd)",
-		startVal(c, func(st startResult) float64 { return st.TotalRSSMiB }, median, 1, " MiB", 1),
-		startVal(r, func(st startResult) float64 { return st.TotalRSSMiB }, median, 1, " MiB", 1))
+	t.cmp(fmt.Sprintf("idle RSS %.0f s after ready, no CRDs: server process, median (crdserver includes its embedded etcd)", idleSec),
+		startVal(c, mem("crdserver"), median, 1, " MiB", 1), startVal(r, mem("apiextensions-apiserver"), median, 1, " MiB", 1))
+	t.row("idle RSS: etcd, median", "(embedded, in the row above)", startVal(r, mem("etcd"), median, 1, " MiB", 1), "–")
+	cv, rv = startBoth(total, median, 1, " MiB", 1)
+	t.cmp("idle RSS: total, median (reference: apiserver + etcd)", cv, rv)
 
 	perSec := func(p *phase) float64 { return p.PerSecond }
-	p50 := func(p *phase) float64 { return p.P50Ms }
-	p99 := func(p *phase) float64 { return p.P99Ms }
-	wall := func(p *phase) float64 { return p.WallSec }
-	n := 0
-	if c.load != nil && c.load.phase("create") != nil {
-		n = c.load.phase("create").Requests
-	} else if r.load != nil && r.load.phase("create") != nil {
-		n = r.load.phase("create").Requests
+	phaseOf := func(name string, first, second side) *phase {
+		for _, s := range []side{first, second} {
+			if s.load != nil && s.load.phase(name) != nil {
+				return s.load.phase(name)
+			}
+		}
+		return &phase{}
 	}
+	n := phaseOf("create", c, r).Requests
 	for _, ph := range []string{"create", "delete"} {
-		row(fmt.Sprintf("%s sequential %ss: req/s", commas(n), ph), loadCell(c, ph, perSec, 1, ""), loadCell(r, ph, perSec, 1, ""))
-		row(fmt.Sprintf("%s sequential %ss: p50", commas(n), ph), loadCell(c, ph, p50, 2, " ms"), loadCell(r, ph, p50, 2, " ms"))
-		row(fmt.Sprintf("%s sequential %ss: p99", commas(n), ph), loadCell(c, ph, p99, 2, " ms"), loadCell(r, ph, p99, 2, " ms"))
-		row(fmt.Sprintf("%s sequential %ss: wall time", commas(n), ph), loadCell(c, ph, wall, 3, " s"), loadCell(r, ph, wall, 3, " s"))
+		for _, x := range []struct {
+			what string
+			f    func(*phase) float64
+			prec int
+			unit string
+		}{{"req/s", perSec, 1, ""}, {"p50", func(p *phase) float64 { return p.P50Ms }, 2, " ms"},
+			{"p99", func(p *phase) float64 { return p.P99Ms }, 2, " ms"}, {"wall time", func(p *phase) float64 { return p.WallSec }, 3, " s"}} {
+			t.cmp(fmt.Sprintf("%s sequential %ss: %s", commas(n), ph, x.what), loadCell(c, ph, x.f, x.prec, x.unit), loadCell(r, ph, x.f, x.prec, x.unit))
+		}
 		if cr, rr := roundRates(c, ph), roundRates(r, ph); cr != "" || rr != "" {
-			p("| %s sequential %ss: req/s of each round (the rows above are the median round) | %s | %s | – |\n", commas(n), ph, cr, rr)
+			t.row(fmt.Sprintf("%s sequential %ss: req/s of each round (the rows above are the median round)", commas(n), ph), cr, rr, "–")
 		}
 	}
 	listCell := func(s side, f func(*loadResult) float64, prec int, unit string) val {
@@ -240,38 +266,29 @@ func runReport(args []string) error {
 		}
 		return num(f(s.load), prec, unit)
 	}
-	listN := 0
-	if c.load != nil && c.load.phase("populate") != nil {
-		listN = c.load.phase("populate").Requests
-	} else if r.load != nil && r.load.phase("populate") != nil {
-		listN = r.load.phase("populate").Requests
+	listRow := func(metric string, f func(*loadResult) float64, prec int, unit string) {
+		t.cmp(metric, listCell(c, f, prec, unit), listCell(r, f, prec, unit))
 	}
+	listN := phaseOf("populate", c, r).Requests
 	nl := 0
 	if r.load != nil {
 		nl = len(r.load.Lists)
 	}
-	row(fmt.Sprintf("list of %s objects (plain GET, no limit): median of %d", commas(listN), nl),
-		listCell(c, func(l *loadResult) float64 { return l.ListMedianMs }, 1, " ms"), listCell(r, func(l *loadResult) float64 { return l.ListMedianMs }, 1, " ms"))
-	row("list: min", listCell(c, func(l *loadResult) float64 { return l.ListMinMs }, 1, " ms"), listCell(r, func(l *loadResult) float64 { return l.ListMinMs }, 1, " ms"))
-	row("list: max", listCell(c, func(l *loadResult) float64 { return l.ListMaxMs }, 1, " ms"), listCell(r, func(l *loadResult) float64 { return l.ListMaxMs }, 1, " ms"))
-	row("list: items returned", listCell(c, func(l *loadResult) float64 { return float64(l.ListItems) }, 0, ""), listCell(r, func(l *loadResult) float64 { return float64(l.ListItems) }, 0, ""))
-	row("list: response size", listCell(c, func(l *loadResult) float64 { return float64(l.ListBytes) / 1e6 }, 2, " MB"), listCell(r, func(l *loadResult) float64 { return float64(l.ListBytes) / 1e6 }, 2, " MB"))
-	row("list: bytes per object", listCell(c, func(l *loadResult) float64 { return float64(l.ListBytes) / float64(max(1, l.ListItems)) }, 0, " B"),
-		listCell(r, func(l *loadResult) float64 { return float64(l.ListBytes) / float64(max(1, l.ListItems)) }, 0, " B"))
+	listRow(fmt.Sprintf("list of %s objects (plain GET, no limit): median of %d", commas(listN), nl), func(l *loadResult) float64 { return l.ListMedianMs }, 1, " ms")
+	listRow("list: min", func(l *loadResult) float64 { return l.ListMinMs }, 1, " ms")
+	listRow("list: max", func(l *loadResult) float64 { return l.ListMaxMs }, 1, " ms")
+	listRow("list: items returned", func(l *loadResult) float64 { return float64(l.ListItems) }, 0, "")
+	listRow("list: response size", func(l *loadResult) float64 { return float64(l.ListBytes) / 1e6 }, 2, " MB")
+	listRow("list: bytes per object", func(l *loadResult) float64 { return float64(l.ListBytes) / float64(max(1, l.ListItems)) }, 0, " B")
 	mf := func(s side) string {
 		if s.load == nil || s.load.Sample == "" {
 			return "not measured"
 		}
 		return map[bool]string{true: "yes", false: "no"}[s.load.ManagedFields]
 	}
-	p("| created objects carry `metadata.managedFields` (as kube-apiserver records them) | %s | %s | – |\n", mf(c), mf(r))
-	conc := 0
-	if r.load != nil && r.load.phase("populate") != nil {
-		conc = r.load.phase("populate").Concurrency
-	} else if c.load != nil && c.load.phase("populate") != nil {
-		conc = c.load.phase("populate").Concurrency
-	}
-	row(fmt.Sprintf("(setup, not a target) %s creates with %d workers: req/s", commas(listN), conc),
+	t.row("created objects carry `metadata.managedFields` (as kube-apiserver records them)", mf(c), mf(r), "–")
+	conc := phaseOf("populate", r, c).Concurrency
+	t.cmp(fmt.Sprintf("(setup, not a target) %s creates with %d workers: req/s", commas(listN), conc),
 		loadCell(c, "populate", perSec, 1, ""), loadCell(r, "populate", perSec, 1, ""))
 	rssAfter := func(s side) val {
 		if s.load == nil || len(s.load.RSSAfter) == 0 {
@@ -279,8 +296,8 @@ func runReport(args []string) error {
 		}
 		return num(s.load.RSSAfterMiB, 1, " MiB")
 	}
-	row(fmt.Sprintf("(not a target) RSS right after the lists, %s objects stored (reference: apiserver + etcd)", commas(listN)), rssAfter(c), rssAfter(r))
-	p("\n")
+	t.cmp(fmt.Sprintf("(not a target) RSS right after the lists, %s objects stored (reference: apiserver + etcd)", commas(listN)), rssAfter(c), rssAfter(r))
+	p("%s\n", t)
 	if c.load != nil && r.load != nil && c.load.Sample != "" && r.load.Sample != "" && c.load.ManagedFields != r.load.ManagedFields {
 		p("**Not like for like:** ")
 		if r.load.ManagedFields {
@@ -292,94 +309,74 @@ func runReport(args []string) error {
 			"The first created object of each side is in `bench/results/load-*.json` (`first_created_object`).\n\n")
 	}
 
-	// Webhook conversion (convert-*.json), if measured.
-	convTargets, convFails := convertReport(*dir, p)
-	// Declarative conversion (rules-crdserver.json), if measured.
+	// The other workloads' sections, each if measured; their rows of the
+	// Targets table and their failures.
+	convTargets, fails := convertReport(*dir, p)
 	rulesTargets, rulesFails := rulesReport(*dir, p)
-	convTargets = append(convTargets, rulesTargets...)
-	convFails = append(convFails, rulesFails...)
-	// Core types against kube-apiserver (core-*.json), if measured.
-	coreFails := coreReport(*dir, p)
-	// Dynamic admission on creates (admission-*.json), if measured.
-	coreFails = append(coreFails, admissionReport(*dir, p)...)
-	// The paths of the performance issue (paths-*.json), if measured.
-	coreFails = append(coreFails, pathsReport(*dir, p)...)
-	// Thousands of CRDs (crds-*.json), if measured.
-	coreFails = append(coreFails, crdsReport(*dir, p)...)
-	// In-process benchmarks (gobench.txt), if run.
+	fails = append(fails, rulesFails...)
+	fails = append(fails, coreReport(*dir, p)...)
+	fails = append(fails, admissionReport(*dir, p)...)
+	fails = append(fails, pathsReport(*dir, p)...)
+	fails = append(fails, crdsReport(*dir, p)...)
 	goTargets, goFails := goBenchReport(*dir, p)
+	fails = append(fails, goFails...)
 
-	// Targets.
-	p("## Targets\n\n| target | measured | met? |\n|---|---|---|\n")
+	p("## Targets\n\n")
+	t = newTable("target", "measured", "met?")
 	target := func(name string, v val, met func(float64) bool) {
 		m := "not measured"
 		if v.ok {
-			m = map[bool]string{true: "**yes**", false: "**no**"}[met(v.v)]
+			m = yesNo(met(v.v))
 		}
-		p("| %s | %s | %s |\n", name, v, m)
+		t.row(name, v, m)
 	}
 	target("start-up (launch → /readyz ok, median) under 1 s", startVal(c, ready, median, 3, " s", 0.001), func(x float64) bool { return x < 1 })
-	target("idle RSS (median) under 100 MiB", startVal(c, func(st startResult) float64 { return st.TotalRSSMiB }, median, 1, " MiB", 1), func(x float64) bool { return x < 100 })
+	target("idle RSS (median) under 100 MiB", startVal(c, total, median, 1, " MiB", 1), func(x float64) bool { return x < 100 })
 	cc, rc := loadCell(c, "create", perSec, 1, " req/s"), loadCell(r, "create", perSec, 1, " req/s")
 	if cc.ok && rc.ok {
-		p("| create throughput at least the reference's | %s vs %s (%s) | %s |\n", cc, rc, ratio(cc, rc),
-			map[bool]string{true: "**yes**", false: "**no**"}[cc.v >= rc.v])
+		t.row("create throughput at least the reference's", fmt.Sprintf("%s vs %s (%s)", cc, rc, ratio(cc, rc)), yesNo(cc.v >= rc.v))
 	} else {
-		p("| create throughput at least the reference's | crdserver: %s; reference: %s | **no** (not measurable) |\n", cc, rc)
+		t.row("create throughput at least the reference's", fmt.Sprintf("crdserver: %s; reference: %s", cc, rc), "**no** (not measurable)")
 	}
-	for _, t := range append(convTargets, goTargets...) {
-		p("%s", t)
-	}
-	p("\n")
+	t.rows = append(append(append(t.rows, convTargets...), rulesTargets...), goTargets...)
+	p("%s\n", t)
 
-	// Failures.
-	var fails []string
+	var loadFails []string
 	for _, x := range []struct {
 		name string
 		s    side
 	}{{"crdserver", c}, {"reference", r}} {
 		for _, st := range x.s.starts {
 			if st.Error != "" {
-				fails = append(fails, fmt.Sprintf("- %s start: %s\n", x.name, st.Error))
+				loadFails = append(loadFails, fmt.Sprintf("- %s start: %s\n", x.name, st.Error))
 			}
 		}
-		if x.s.load == nil {
-			fails = append(fails, fmt.Sprintf("- %s load: %s\n", x.name, x.s.loadErr))
-			continue
+		switch {
+		case x.s.load == nil:
+			loadFails = append(loadFails, fmt.Sprintf("- %s load: %s\n", x.name, x.s.loadErr))
+		case x.s.load.Error != "":
+			loadFails = append(loadFails, fmt.Sprintf("- %s load: %s\n", x.name, x.s.load.Error))
 		}
-		if x.s.load.Error != "" {
-			fails = append(fails, fmt.Sprintf("- %s load: %s\n", x.name, x.s.load.Error))
-		}
-		for _, f := range x.s.load.Failures {
-			s := fmt.Sprintf("- %s, phase `%s`: `%s %s` → HTTP %d", x.name, f.Phase, f.Method, f.Path, f.Status)
-			if f.Error != "" {
-				s += " (" + f.Error + ")"
-			}
-			if f.Body != "" {
-				s += "\n\n  ```\n  " + strings.ReplaceAll(strings.TrimSpace(f.Body), "\n", "\n  ") + "\n  ```"
-			}
-			fails = append(fails, s+"\n")
+		if x.s.load != nil {
+			loadFails = append(loadFails, failureLines(x.name+", phase", x.s.load.Failures)...)
 		}
 	}
-	fails = append(fails, convFails...)
-	fails = append(fails, coreFails...)
-	fails = append(fails, goFails...)
-	if len(fails) > 0 {
+	if fails = append(loadFails, fails...); len(fails) > 0 {
 		p("## Failures\n\n%s\n", strings.Join(fails, ""))
 	}
 	if t := text("failures-extra.md"); t != "" {
 		p("%s\n\n", t)
 	}
 
-	// Per-start details.
-	p("## Start-ups, one by one\n\n| server | # | launch → ready | etcd launch → ready | VmRSS per process after idle | total |\n|---|---|---|---|---|---|\n")
+	p("## Start-ups, one by one\n\n")
+	t = newTable("server", "#", "launch → ready", "etcd launch → ready", "VmRSS per process after idle", "total")
 	for _, x := range []struct {
 		name string
 		s    side
 	}{{"crdserver", c}, {"reference", r}} {
 		for i, st := range x.s.starts {
 			if st.Error != "" {
-				p("| %s | %d | failed: %s | | | |\n", x.name, i+1, st.Error)
+				t.row(x.name, i+1, "failed: "+st.Error, nil, nil, nil)
 				continue
 			}
 			var mems []string
@@ -390,10 +387,10 @@ func runReport(args []string) error {
 			if st.SinceT0Ms > 0 {
 				t0 = fmt.Sprintf("%.3f s", st.SinceT0Ms/1000)
 			}
-			p("| %s | %d | %.3f s | %s | %s | %.1f MiB |\n", x.name, i+1, st.ReadyMs/1000, t0, strings.Join(mems, ", "), st.TotalRSSMiB)
+			t.row(x.name, i+1, fmt.Sprintf("%.3f s", st.ReadyMs/1000), t0, strings.Join(mems, ", "), fmt.Sprintf("%.1f MiB", st.TotalRSSMiB))
 		}
 	}
-	p("\n")
+	p("%s\n", t)
 	if t := text("notes.md"); t != "" {
 		p("## How it was measured\n\n%s\n\n", t)
 	}

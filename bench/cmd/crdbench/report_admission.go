@@ -76,8 +76,7 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 		"kube-apiserver + its etcd. The webhook runs in crdbench, on the same cores.\n\n",
 		first.CRD, first.BodyBytes, first.Expression, first.Rounds, strings.Join(order, " → "), commas(first.N), first.Concurrency)
 
-	p("| configuration | crdserver creates/s | p50 | p99 | server CPU per create | kube-apiserver creates/s | p50 | p99 | server CPU per create | creates/s crdserver ÷ kube |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|\n")
+	t := newTable("configuration", "crdserver creates/s", "p50", "p99", "server CPU per create", "kube-apiserver creates/s", "p50", "p99", "server CPU per create", "creates/s crdserver ÷ kube")
 	for _, cf := range first.Configs {
 		key := cf.Key
 		get := func(s admSide, f func(*admConfig) float64, prec int, unit string) val {
@@ -88,16 +87,14 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 		p99 := func(x *admConfig) float64 { return x.P99Ms }
 		cpu := func(x *admConfig) float64 { return x.CPUPerCreate / 1000 }
 		cps, kps := get(c, ps, 1, ""), get(k, ps, 1, "")
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", cf.Name,
-			cps, get(c, p50, 2, " ms"), get(c, p99, 2, " ms"), get(c, cpu, 3, " ms"),
+		t.row(cf.Name, cps, get(c, p50, 2, " ms"), get(c, p99, 2, " ms"), get(c, cpu, 3, " ms"),
 			kps, get(k, p50, 2, " ms"), get(k, p99, 2, " ms"), get(k, cpu, 3, " ms"), ratio(cps, kps))
 	}
-	p("\n")
+	p("%s\n", t)
 
 	// The cost of each configuration against no admission, per server.
 	base := "p0"
-	p("| cost against no admission (medians) | crdserver creates/s | crdserver p50 | crdserver CPU per create | kube-apiserver creates/s | kube-apiserver p50 | kube-apiserver CPU per create |\n")
-	p("|---|---|---|---|---|---|---|\n")
+	t = newTable("cost against no admission (medians)", "crdserver creates/s", "crdserver p50", "crdserver CPU per create", "kube-apiserver creates/s", "kube-apiserver p50", "kube-apiserver CPU per create")
 	rel := func(s admSide, key string) (string, string, string) {
 		if s.res == nil {
 			return s.why, s.why, s.why
@@ -121,12 +118,12 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 		}
 		a1, a2, a3 := rel(c, cf.Key)
 		b1, b2, b3 := rel(k, cf.Key)
-		p("| %s | %s | %s | %s | %s | %s | %s |\n", cf.Name, a1, a2, a3, b1, b2, b3)
+		t.row(cf.Name, a1, a2, a3, b1, b2, b3)
 	}
-	p("\n")
+	p("%s\n", t)
 
 	// Round by round, with the load average.
-	p("| server | configuration | creates/s by round | p50 by round | 1-min load average after each round | configuring + probes before it (s) |\n|---|---|---|---|---|---|\n")
+	t = newTable("server", "configuration", "creates/s by round", "p50 by round", "1-min load average after each round", "configuring + probes before it (s)")
 	for _, x := range sides {
 		if x.s.res == nil {
 			continue
@@ -139,10 +136,10 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 				ld = append(ld, fmt.Sprintf("%.2f", rd.Load1))
 				st = append(st, fmt.Sprintf("%.1f", rd.SettleSec))
 			}
-			p("| %s | %s | %s | %s ms | %s | %s |\n", x.name, cf.Name, strings.Join(rs, ", "), strings.Join(p50, ", "), strings.Join(ld, ", "), strings.Join(st, ", "))
+			t.row(x.name, cf.Name, strings.Join(rs, ", "), strings.Join(p50, ", ")+" ms", strings.Join(ld, ", "), strings.Join(st, ", "))
 		}
 	}
-	p("\n")
+	p("%s\n", t)
 	for _, x := range sides {
 		if x.s.res == nil {
 			continue
@@ -169,16 +166,7 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 		if x.s.res.Error != "" {
 			fails = append(fails, fmt.Sprintf("- %s admission: %s\n", x.name, x.s.res.Error))
 		}
-		for _, f := range x.s.res.Failures {
-			s := fmt.Sprintf("- %s admission, `%s`: `%s %s` → HTTP %d", x.name, f.Phase, f.Method, f.Path, f.Status)
-			if f.Error != "" {
-				s += " (" + f.Error + ")"
-			}
-			if f.Body != "" {
-				s += "\n\n  ```\n  " + strings.ReplaceAll(strings.TrimSpace(f.Body), "\n", "\n  ") + "\n  ```"
-			}
-			fails = append(fails, s+"\n")
-		}
+		fails = append(fails, failureLines(x.name+" admission,", x.s.res.Failures)...)
 	}
 	return fails
 }

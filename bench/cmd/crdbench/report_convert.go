@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 )
 
 // convSide is the conversion benchmark of one server (convert-NAME.json).
@@ -55,7 +54,7 @@ func (s convSide) ratioVal() val {
 
 // convertReport writes the webhook conversion section and returns its rows
 // for the Targets table and its failures.
-func convertReport(dir string, p func(string, ...any)) (targets []string, fails []string) {
+func convertReport(dir string, p func(string, ...any)) (targets [][]string, fails []string) {
 	c, r := loadConvSide(dir, "crdserver"), loadConvSide(dir, "reference")
 	if c.res == nil && r.res == nil {
 		return nil, nil
@@ -71,8 +70,8 @@ func convertReport(dir string, p func(string, ...any)) (targets []string, fails 
 		"(`examples/crontab-conversion`, url + caBundle, `conversionReviewVersions: [v1]`), beside the same list of a second CRD with None conversion. "+
 		"Each figure is over %d plain GETs of the whole collection (no limit), the four collections taken in turn round by round, after one unmeasured warm-up GET of each. "+
 		"See \"How it was measured\" for the webhook and its counter.\n\n", commas(n), lists)
-	p("| metric | crdserver | reference |\n|---|---|---|\n")
-	row := func(metric string, f func(convSide) val) { p("| %s | %s | %s |\n", metric, f(c), f(r)) }
+	t := newTable("metric", "crdserver", "reference")
+	row := func(metric string, f func(convSide) val) { t.row(metric, f(c), f(r)) }
 	medianOf := func(name string) func(convSide) val {
 		return func(s convSide) val {
 			return s.listVal(name, func(c *convList) float64 { return c.MedianMs }, 1, " ms")
@@ -172,7 +171,7 @@ func convertReport(dir string, p func(string, ...any)) (targets []string, fails 
 		}
 		return num(s.res.RSSAfterMiB, 1, " MiB")
 	})
-	yesNo := func(s convSide) string {
+	kept := func(s convSide) string {
 		if s.res == nil {
 			return s.why
 		}
@@ -181,8 +180,8 @@ func convertReport(dir string, p func(string, ...any)) (targets []string, fails 
 		}
 		return "not measured"
 	}
-	p("| (fidelity, not a target) a None-converted v1 answer still carries the v1beta1-only field `hostPort` | %s | %s |\n", yesNo(c), yesNo(r))
-	p("\n")
+	t.row("(fidelity, not a target) a None-converted v1 answer still carries the v1beta1-only field `hostPort`", kept(c), kept(r))
+	p("%s\n", t)
 	if r.res != nil && c.res != nil {
 		p("The two servers convert at different times: the figures say when each called the webhook " +
 			"(\"while creating\" against \"per GET\"), so their list times through the webhook are not the same work.\n\n")
@@ -194,17 +193,17 @@ func convertReport(dir string, p func(string, ...any)) (targets []string, fails 
 		if !v.ok {
 			return "not measured"
 		}
-		return map[bool]string{true: "**yes**", false: "**no**"}[ok(v.v)]
+		return yesNo(ok(v.v))
 	}
-	targets = append(targets, fmt.Sprintf("| webhook conversion: at most 10 webhook calls for a list of %s objects | %s | %s |\n",
-		commas(n), calls, met(calls, func(x float64) bool { return x <= 10 })))
+	targets = append(targets, []string{fmt.Sprintf("webhook conversion: at most 10 webhook calls for a list of %s objects", commas(n)),
+		calls.String(), met(calls, func(x float64) bool { return x <= 10 })})
 	rv := c.ratioVal()
 	m := rv.String()
 	if rv.ok {
 		m = fmt.Sprintf("%s vs %s (%s)", medianOf("webhook-v1")(c), medianOf("none-v1")(c), rv)
 	}
-	targets = append(targets, fmt.Sprintf("| webhook conversion within 2× the None-conversion time (list of %s, medians) | %s | %s |\n",
-		commas(n), m, met(rv, func(x float64) bool { return x <= 2 })))
+	targets = append(targets, []string{fmt.Sprintf("webhook conversion within 2× the None-conversion time (list of %s, medians)", commas(n)),
+		m, met(rv, func(x float64) bool { return x <= 2 })})
 
 	for _, x := range []struct {
 		name string
@@ -216,16 +215,7 @@ func convertReport(dir string, p func(string, ...any)) (targets []string, fails 
 		if x.s.res.Error != "" {
 			fails = append(fails, fmt.Sprintf("- %s webhook conversion: %s\n", x.name, x.s.res.Error))
 		}
-		for _, f := range x.s.res.Failures {
-			s := fmt.Sprintf("- %s webhook conversion, `%s`: `%s %s` → HTTP %d", x.name, f.Phase, f.Method, f.Path, f.Status)
-			if f.Error != "" {
-				s += " (" + f.Error + ")"
-			}
-			if f.Body != "" {
-				s += "\n\n  ```\n  " + strings.ReplaceAll(strings.TrimSpace(f.Body), "\n", "\n  ") + "\n  ```"
-			}
-			fails = append(fails, s+"\n")
-		}
+		fails = append(fails, failureLines(x.name+" webhook conversion,", x.s.res.Failures)...)
 	}
 	return targets, fails
 }

@@ -143,18 +143,11 @@ func coreReport(dir string, p func(string, ...any)) (fails []string) {
 		"Server CPU is utime + stime of `/proc/PID/stat` before and after (10 ms ticks): crdserver's one process, kube-apiserver + etcd "+
 		"for Kubernetes (its controller manager apart, not counted). Ratios are crdserver ÷ kube-apiserver.\n\n",
 		commas(n), cmData, cmBytes, commas(n), lists, commas(leases), period, duration)
-	p("| metric | crdserver | kube-apiserver (+ etcd) | ratio |\n|---|---|---|---|\n")
-	row := func(metric string, f func(coreSide) val) {
-		cv, kv := f(c), f(k)
-		p("| %s | %s | %s | %s |\n", metric, cv, kv, coreRatio(cv, kv))
-	}
-	text := func(metric string, f func(coreSide) string) {
-		p("| %s | %s | %s | – |\n", metric, f(c), f(k))
-	}
+	t := newTable("metric", "crdserver", "kube-apiserver (+ etcd)", "ratio")
+	row := func(metric string, f func(coreSide) val) { t.cmp(metric, f(c), f(k), coreRatio) }
+	text := func(metric string, f func(coreSide) string) { t.row(metric, f(c), f(k), "–") }
 	// noRatio is a figure whose ratio means nothing (counts, fixed rates).
-	noRatio := func(metric string, f func(coreSide) val) {
-		p("| %s | %s | %s | – |\n", metric, f(c), f(k))
-	}
+	noRatio := func(metric string, f func(coreSide) val) { t.row(metric, f(c), f(k), "–") }
 	ph := func(name string, f func(*corePhase) float64, prec int, unit string) func(coreSide) val {
 		return func(s coreSide) val {
 			return s.phaseVal(name, func(p *corePhase) (float64, bool) { return f(p), true }, prec, unit)
@@ -293,11 +286,11 @@ func coreReport(dir string, p func(string, ...any)) (fails []string) {
 	// Processes recorded but not counted (kube-controller-manager).
 	if k.res != nil && k.res.Lease != nil && k.res.Lease.CPU != nil {
 		if side := procList(k.res.Lease.CPU, false); side != "" {
-			p("| (not counted) Kubernetes' other processes over the renewals | (crdserver's controllers run in its one process) | %s | – |\n", side)
+			t.row("(not counted) Kubernetes' other processes over the renewals", "(crdserver's controllers run in its one process)", side, "–")
 		}
 	}
 	row(fmt.Sprintf("(setup) %s Lease creates with %d workers: req/s", commas(leases), conc), ph("lease-create", func(p *corePhase) float64 { return p.PerSecond }, 1, ""))
-	p("\n")
+	p("%s\n", t)
 
 	for _, x := range []struct {
 		name string
@@ -309,16 +302,7 @@ func coreReport(dir string, p func(string, ...any)) (fails []string) {
 		if x.s.res.Error != "" {
 			fails = append(fails, fmt.Sprintf("- %s core types: %s\n", x.name, x.s.res.Error))
 		}
-		for _, f := range x.s.res.Failures {
-			s := fmt.Sprintf("- %s core types, `%s`: `%s %s` → HTTP %d", x.name, f.Phase, f.Method, f.Path, f.Status)
-			if f.Error != "" {
-				s += " (" + f.Error + ")"
-			}
-			if f.Body != "" {
-				s += "\n\n  ```\n  " + strings.ReplaceAll(strings.TrimSpace(f.Body), "\n", "\n  ") + "\n  ```"
-			}
-			fails = append(fails, s+"\n")
-		}
+		fails = append(fails, failureLines(x.name+" core types,", x.s.res.Failures)...)
 		if cl := x.s.res.Cleanup; cl != "" && !strings.Contains(cl, "gone after") {
 			fails = append(fails, fmt.Sprintf("- %s core types, cleanup: %s\n", x.name, cl))
 		}

@@ -41,7 +41,7 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 		firstCorpus(rounds, sub), firstSettle(rounds, sub))
 	if len(rounds) > 0 {
 		p("crdserver with all %s CRDs, %d rounds (a fresh server each), the median and every round:\n\n", commas(rounds[0].CRDs), len(rounds))
-		p("| what | median | rounds | target |\n|---|---|---|---|\n")
+		t := newTable("what", "median", "rounds", "target")
 		row := func(what string, f func(*crdsResult) float64, prec int, unit, target string, ok func(float64) bool) {
 			var vs []string
 			var xs []float64
@@ -59,7 +59,7 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 					fails = append(fails, fmt.Sprintf("thousands of CRDs: %s %.*f%s, target %s", what, prec, m, unit, target))
 				}
 			}
-			p("| %s | %.*f%s | %s | %s%s |\n", what, prec, m, unit, strings.Join(vs, ", "), target, mark)
+			t.row(what, fmt.Sprintf("%.*f%s", prec, m, unit), strings.Join(vs, ", "), target+mark)
 		}
 		le := func(limit float64) func(float64) bool { return func(x float64) bool { return x <= limit } }
 		row("all Established, created 4 at a time (from the first create)", func(r *crdsResult) float64 { return r.EstablishedSec }, 1, " s", "≤ 20 s", le(20))
@@ -79,7 +79,7 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 		row("re-applying all with a changed description: all Established again", func(r *crdsResult) float64 { return r.ReappliedSec }, 1, " s", "≤ 30 s", le(30))
 		row("… custom resource watches ended meanwhile", func(r *crdsResult) float64 { return float64(r.WatchesEnded) }, 0, "", "0", func(x float64) bool { return x == 0 })
 		row("deleting all (empty)", func(r *crdsResult) float64 { return r.DeleteSec }, 1, " s", "≤ 30 s", le(30))
-		p("\n")
+		p("%s\n", t)
 		for _, k := range rounds[len(rounds)-1].Kubectl {
 			p("- `kubectl %s` (last round, all installed): %s in %.0f ms — `%s`\n", strings.Join(k.Args, " "), okText(k.OK), k.Ms, strings.ReplaceAll(truncate([]byte(k.Output), 160), "\n", " | "))
 			if !k.OK {
@@ -96,7 +96,7 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 	}
 	if sub != nil && kube != nil {
 		p("The first %s of them on crdserver and on kube-apiserver v1.37.2 (its etcd and kube-controller-manager counted; one run each):\n\n", commas(sub.CRDs))
-		p("| what | crdserver | kube-apiserver | ratio | target |\n|---|---|---|---|---|\n")
+		t := newTable("what", "crdserver", "kube-apiserver", "ratio", "target")
 		cmp := func(what string, c, k float64, prec int, unit, target string, limit float64) {
 			r := c / k
 			mark := ""
@@ -107,7 +107,7 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 					fails = append(fails, fmt.Sprintf("thousands of CRDs against kube-apiserver: %s %.2f×, target %s", what, r, target))
 				}
 			}
-			p("| %s | %.*f%s | %.*f%s | %.2f× | %s%s |\n", what, prec, c, unit, prec, k, unit, r, target, mark)
+			t.row(what, fmt.Sprintf("%.*f%s", prec, c, unit), fmt.Sprintf("%.*f%s", prec, k, unit), fmt.Sprintf("%.2f×", r), target+mark)
 		}
 		cmp("all Established", sub.EstablishedSec, kube.EstablishedSec, 1, " s", "≤ 0.25×", 0.25)
 		cmp("memory per CRD (above the empty server)", sub.KiBPerCRD, kube.KiBPerCRD, 0, " KiB", "≤ 0.05×", 0.05)
@@ -120,9 +120,9 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 		cmp("… the slowest", sub.OpenAPIColdMaxMs, kube.OpenAPIColdMaxMs, 1, " ms", "", 0)
 		cmp("/openapi/v2", sub.OpenAPIV2Ms, kube.OpenAPIV2Ms, 0, " ms", "", 0)
 		cmp("re-applying all: all Established again", sub.ReappliedSec, kube.ReappliedSec, 1, " s", "", 0)
-		p("| … custom resource watches ended meanwhile | %d of %d | %d of %d | | |\n", sub.WatchesEnded, sub.Watches, kube.WatchesEnded, kube.Watches)
+		t.row("… custom resource watches ended meanwhile", fmt.Sprintf("%d of %d", sub.WatchesEnded, sub.Watches), fmt.Sprintf("%d of %d", kube.WatchesEnded, kube.Watches), nil, nil)
 		cmp("deleting all", sub.DeleteSec, kube.DeleteSec, 1, " s", "", 0)
-		p("\nLoad at the start and end: crdserver %s → %s; kube-apiserver %s → %s.\n\n", sub.Load, sub.LoadEnd, kube.Load, kube.LoadEnd)
+		p("%s\nLoad at the start and end: crdserver %s → %s; kube-apiserver %s → %s.\n\n", t, sub.Load, sub.LoadEnd, kube.Load, kube.LoadEnd)
 	}
 	return fails
 }

@@ -128,11 +128,9 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 		"round in brackets; ratios are crdserver ÷ reference of the medians. A row that failed in any round shows no figure. "+
 		"Every request goes over HTTPS and HTTP/2 with the admin client certificate; crdbench runs on the same cores as the servers.\n\n",
 		strings.Join(rounds, ", "), pathsDomain, pathsLabel+"=<run>", webhookCRDName, first.Namespace)
-	p("| # | metric | crdserver | reference | ratio |\n|---|---|---|---|---|\n")
-	row := func(no, metric string, cv, rv val) {
-		p("| %s | %s | %s | %s | %s |\n", no, metric, cv, rv, ratio(cv, rv))
-	}
-	rowNR := func(no, metric string, cv, rv val) { p("| %s | %s | %s | %s | – |\n", no, metric, cv, rv) }
+	t := newTable("#", "metric", "crdserver", "reference", "ratio")
+	row := func(no, metric string, cv, rv val) { t.row(no, metric, cv, rv, ratio(cv, rv)) }
+	rowNR := func(no, metric string, cv, rv val) { t.row(no, metric, cv, rv, "–") }
 	both := func(rows []string, f func(*pathsRound) (float64, bool), prec int, unit string) (val, val) {
 		return c.cell(rows, f, prec, unit), r.cell(rows, f, prec, unit)
 	}
@@ -197,7 +195,7 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 		}
 		return strings.Join(e, ", ")
 	}
-	p("| 3 | … Content-Encoding of the answers | %s | %s | – |\n", enc(c), enc(r))
+	t.row("3", "… Content-Encoding of the answers", enc(c), enc(r), "–")
 
 	// 4. Paged walks.
 	w := pathsRows("pages")
@@ -419,8 +417,7 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 	row("9", "… RSS just before the creates (the CRD Established; earlier rounds' objects deleted)", cv, rv)
 	cv, rv = both(m, rssFig(func(rd *pathsRound) float64 { return rd.RSSMiB - rd.RSSBeforeMiB }), 1, " MiB")
 	row("9", "… increase over the creates", cv, rv)
-
-	p("\n")
+	p("%s\n", t)
 
 	// How each row was measured.
 	p("How each row was measured (numbers are the rows'):\n\n")
@@ -459,15 +456,11 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 	p("\n")
 
 	// Round by round.
-	p("| server | round | creates/s | list (gzip) | walk | ")
+	head := []string{"server", "round", "creates/s", "list (gzip)", "walk"}
 	for _, nw := range first.Watchers {
-		p("watch p99, %s | ", commas(nw))
+		head = append(head, "watch p99, "+commas(nw))
 	}
-	p("CRD delete → collection 404 | first create | edit → first list | flip → first list | RSS | wall | load after |\n|---|---|---|---|---|")
-	for range first.Watchers {
-		p("---|")
-	}
-	p("---|---|---|---|---|---|---|\n")
+	t = newTable(append(head, "CRD delete → collection 404", "first create", "edit → first list", "flip → first list", "RSS", "wall", "load after")...)
 	f1 := func(v float64, ok bool, unit string) string {
 		if !ok {
 			return "–"
@@ -479,45 +472,42 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 			continue
 		}
 		for _, rd := range x.s.res.RoundsData {
-			p("| %s | %d | ", x.name, rd.Round)
+			cells := []any{x.name, rd.Round, "–"}
 			if rd.Creates != nil {
-				p("%.0f | ", rd.Creates.PerSecond)
-			} else {
-				p("– | ")
+				cells[2] = fmt.Sprintf("%.0f", rd.Creates.PerSecond)
 			}
-			p("%s | %s | ", f1(rd.ListMedianMs, rd.ListMedianMs > 0, " ms"), f1(rd.WalkMedianMs, rd.WalkMedianMs > 0, " ms"))
+			cells = append(cells, f1(rd.ListMedianMs, rd.ListMedianMs > 0, " ms"), f1(rd.WalkMedianMs, rd.WalkMedianMs > 0, " ms"))
 			for _, nw := range first.Watchers {
 				wr := watchOf(&rd, nw)
-				if wr == nil || wr.Delivered == 0 {
-					p("– | ")
-					continue
+				switch {
+				case wr == nil || wr.Delivered == 0:
+					cells = append(cells, "–")
+				case wr.Missed > 0:
+					cells = append(cells, fmt.Sprintf("%.1f ms (%d missed)", wr.P99Ms, wr.Missed))
+				default:
+					cells = append(cells, fmt.Sprintf("%.1f ms", wr.P99Ms))
 				}
-				p("%.1f ms", wr.P99Ms)
-				if wr.Missed > 0 {
-					p(" (%d missed)", wr.Missed)
-				}
-				p(" | ")
 			}
 			if rd.Delete != nil {
-				p("%.2f s | ", rd.Delete.CollectionGoneMs/1000)
+				cells = append(cells, fmt.Sprintf("%.2f s", rd.Delete.CollectionGoneMs/1000))
 			} else {
-				p("– | ")
+				cells = append(cells, "–")
 			}
-			p("%s | ", f1(rd.FirstCreateMs, len(rd.FirstCreates) > 0, " ms"))
+			cells = append(cells, f1(rd.FirstCreateMs, len(rd.FirstCreates) > 0, " ms"))
 			for _, ch := range []*convChange{convEdit(rd.Conv), convFlip(rd.Conv)} {
 				switch {
 				case ch == nil || ch.List == nil:
-					p("– | ")
+					cells = append(cells, "–")
 				case ch.List.Status == 200:
-					p("%.1f ms (%d calls) | ", ch.List.Ms, ch.List.Webhook.Calls)
+					cells = append(cells, fmt.Sprintf("%.1f ms (%d calls)", ch.List.Ms, ch.List.Webhook.Calls))
 				default:
-					p("HTTP %d, a 200 after %.1f ms (%d calls) | ", ch.List.Status, ch.List.UntilOKMs, ch.List.Webhook.Calls)
+					cells = append(cells, fmt.Sprintf("HTTP %d, a 200 after %.1f ms (%d calls)", ch.List.Status, ch.List.UntilOKMs, ch.List.Webhook.Calls))
 				}
 			}
-			p("%s | %.0f s | %.2f |\n", f1(rd.RSSMiB, len(rd.RSS) > 0, " MiB"), rd.WallSec, rd.Load1)
+			t.row(append(cells, f1(rd.RSSMiB, len(rd.RSS) > 0, " MiB"), fmt.Sprintf("%.0f s", rd.WallSec), fmt.Sprintf("%.2f", rd.Load1))...)
 		}
 	}
-	p("\n")
+	p("%s\n", t)
 	for _, x := range sides {
 		if x.s.res == nil {
 			continue
@@ -538,16 +528,7 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 		if x.s.res.Error != "" {
 			fails = append(fails, fmt.Sprintf("- %s paths: %s\n", x.name, x.s.res.Error))
 		}
-		for _, f := range x.s.res.Failures {
-			s := fmt.Sprintf("- %s paths, `%s`: `%s %s` → HTTP %d", x.name, f.Phase, f.Method, f.Path, f.Status)
-			if f.Error != "" {
-				s += " (" + f.Error + ")"
-			}
-			if f.Body != "" {
-				s += "\n\n  ```\n  " + strings.ReplaceAll(strings.TrimSpace(f.Body), "\n", "\n  ") + "\n  ```"
-			}
-			fails = append(fails, s+"\n")
-		}
+		fails = append(fails, failureLines(x.name+" paths,", x.s.res.Failures)...)
 	}
 	return fails
 }

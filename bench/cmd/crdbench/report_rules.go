@@ -9,7 +9,7 @@ import (
 // rulesReport writes the declarative conversion section (rules-crdserver.json,
 // crdbench rules) and returns its rows for the Targets table and its
 // failures.
-func rulesReport(dir string, p func(string, ...any)) (targets, fails []string) {
+func rulesReport(dir string, p func(string, ...any)) (targets [][]string, fails []string) {
 	var r rulesResult
 	if err := readJSON(filepath.Join(dir, "rules-crdserver.json"), &r); err != nil {
 		return nil, nil
@@ -20,7 +20,7 @@ func rulesReport(dir string, p func(string, ...any)) (targets, fails []string) {
 		"Each of %d rounds creates the objects in a fresh namespace, then GETs each collection once **cold** (nothing converted yet: "+
 		"every object goes through its conversion and the v1 schema) and %d times **warm** (the converted objects shared); "+
 		"medians over the rounds. %s.\n\n", commas(r.N), r.Rounds, r.Warm, r.Protocol)
-	p("| collection | cold median | cold GETs | warm median |\n|---|---|---|---|\n")
+	t := newTable("collection", "cold median", "cold GETs", "warm median")
 	for _, c := range r.Colls {
 		var cold []string
 		for _, x := range c.ColdMs {
@@ -30,16 +30,18 @@ func rulesReport(dir string, p func(string, ...any)) (targets, fails []string) {
 		if len(c.ColdCalls) > 0 {
 			extra = fmt.Sprintf(" (webhook calls per cold GET: %v)", c.ColdCalls)
 		}
-		p("| %s (`%s`) | %.1f ms | %s ms%s | %.1f ms |\n", c.Conversion, c.CRD, c.ColdMedian, strings.Join(cold, ", "), extra, c.WarmMedian)
+		t.row(fmt.Sprintf("%s (`%s`)", c.Conversion, c.CRD), fmt.Sprintf("%.1f ms", c.ColdMedian), strings.Join(cold, ", ")+" ms"+extra, fmt.Sprintf("%.1f ms", c.WarmMedian))
 	}
-	p("\n| ratio (medians) | cold | warm |\n|---|---|---|\n")
-	p("| ConversionRules ÷ None | %.2f× | %.2f× |\n", r.ColdRulesOverNone, r.WarmRulesOverNone)
-	p("| webhook ÷ ConversionRules | %.2f× | %.2f× |\n\n", r.ColdWebhookOverRules, r.WarmWebhookOverRules)
-	met := func(ok bool) string { return map[bool]string{true: "**yes**", false: "**no**"}[ok] }
+	x := func(v float64) string { return fmt.Sprintf("%.2f×", v) }
+	p("%s\n", t)
+	t = newTable("ratio (medians)", "cold", "warm")
+	t.row("ConversionRules ÷ None", x(r.ColdRulesOverNone), x(r.WarmRulesOverNone))
+	t.row("webhook ÷ ConversionRules", x(r.ColdWebhookOverRules), x(r.WarmWebhookOverRules))
+	p("%s\n", t)
 	if r.Error == "" && len(r.Failures) == 0 {
 		targets = append(targets,
-			fmt.Sprintf("| declarative conversion within 1.3× None (cold list of %s, medians) | %.2f× | %s |\n", commas(r.N), r.ColdRulesOverNone, met(r.ColdRulesOverNone <= 1.3)),
-			fmt.Sprintf("| declarative conversion ≥ 3× faster than the webhook (cold list of %s, medians) | %.2f× | %s |\n", commas(r.N), r.ColdWebhookOverRules, met(r.ColdWebhookOverRules >= 3)))
+			[]string{fmt.Sprintf("declarative conversion within 1.3× None (cold list of %s, medians)", commas(r.N)), x(r.ColdRulesOverNone), yesNo(r.ColdRulesOverNone <= 1.3)},
+			[]string{fmt.Sprintf("declarative conversion ≥ 3× faster than the webhook (cold list of %s, medians)", commas(r.N)), x(r.ColdWebhookOverRules), yesNo(r.ColdWebhookOverRules >= 3)})
 	}
 	if r.Error != "" {
 		fails = append(fails, fmt.Sprintf("- crdserver declarative conversion: %s\n", r.Error))
