@@ -20,7 +20,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -29,7 +28,6 @@ import (
 	"io"
 	"log"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -116,12 +114,7 @@ type admissionResult struct {
 }
 
 func (r *admissionResult) config(key string) *admConfig {
-	for i := range r.Configs {
-		if r.Configs[i].Key == key {
-			return &r.Configs[i]
-		}
-	}
-	return nil
+	return find(r.Configs, func(x *admConfig) bool { return x.Key == key })
 }
 
 // admissionHook is the validating webhook: it allows every AdmissionReview
@@ -371,20 +364,12 @@ func runAdmission(args []string) error {
 
 	// The webhook, on loopback over TLS.
 	hook := newAdmissionHook()
-	cert, certPEM, err := selfSigned("crdbench-admission-webhook")
+	hookBase, certPEM, hsrv, err := serveTLS("crdbench-admission-webhook", hook)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hsrv := &http.Server{Handler: hook, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		ErrorLog:  log.New(io.Discard, "", 0)}
-	go func() { _ = hsrv.ServeTLS(ln, "", "") }()
 	defer hsrv.Close()
-	res.WebhookURL = "https://" + ln.Addr().String() + "/"
+	res.WebhookURL = hookBase + "/"
 
 	// One request, bounded by the run's context and a time limit.
 	do := func(method, url string, body []byte, limit time.Duration) (int, []byte, error) {
@@ -465,9 +450,6 @@ func runAdmission(args []string) error {
 		if err == nil && ctx.Err() != nil {
 			err = errors.New("interrupted")
 		}
-		if err != nil {
-			res.Error = err.Error()
-		}
 		for _, cf := range res.Configs {
 			for _, r := range cf.Rounds {
 				if r.Create.FirstError != nil {
@@ -475,16 +457,7 @@ func runAdmission(args []string) error {
 				}
 			}
 		}
-		printAdmission(res)
-		if *jsonOut != "" {
-			if werr := writeJSON(*jsonOut, res); werr != nil {
-				return werr
-			}
-		}
-		if err == nil && len(res.Failures) > 0 {
-			err = fmt.Errorf("%d failure(s)", len(res.Failures))
-		}
-		return err
+		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printAdmission(res) }, err)
 	}
 
 	// Others' admission objects, for the record (they would be evaluated too).
@@ -750,10 +723,5 @@ func printAdmission(r *admissionResult) {
 	if r.Cleanup != "" {
 		fmt.Println("cleanup:", r.Cleanup)
 	}
-	for _, f := range r.Failures {
-		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
-	}
-	if r.Error != "" {
-		fmt.Printf("ERROR: %s\n", r.Error)
-	}
+	printFailures(r.Failures, r.Error)
 }

@@ -244,12 +244,7 @@ type convertResult struct {
 }
 
 func (r *convertResult) list(name string) *convList {
-	for i := range r.Lists {
-		if r.Lists[i].Name == name {
-			return &r.Lists[i]
-		}
-	}
-	return nil
+	return find(r.Lists, func(x *convList) bool { return x.Name == name })
 }
 
 // crontabCRD is the CronTab CRD of the Kubernetes documentation's
@@ -438,24 +433,8 @@ func runConvert(args []string) error {
 		res.WebhookProtos = maps.Clone(hook.protos)
 		hook.protoMu.Unlock()
 		res.MaxObjsPerCall = hook.maxObjs.Load()
-		if err != nil {
-			res.Error = err.Error()
-		}
-		for _, p := range res.Phases {
-			if p.FirstError != nil {
-				res.Failures = append(res.Failures, *p.FirstError)
-			}
-		}
-		printConvert(res)
-		if *jsonOut != "" {
-			if werr := writeJSON(*jsonOut, res); werr != nil {
-				return werr
-			}
-		}
-		if err == nil && len(res.Failures) > 0 {
-			err = fmt.Errorf("%d failure(s)", len(res.Failures))
-		}
-		return err
+		res.Failures = append(res.Failures, firstError(res.Phases...)...)
+		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printConvert(res) }, err)
 	}
 
 	// The two CRDs. An existing one is not touched: it may be someone else's.
@@ -628,46 +607,39 @@ func printConvert(r *convertResult) {
 	if h := r.CleanupHooks; h != nil {
 		fmt.Printf("webhook during the cleanup: %d calls, %d objects\n", h.Calls, h.Objects)
 	}
-	for _, f := range r.Failures {
-		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
-	}
-	if r.Error != "" {
-		fmt.Printf("ERROR: %s\n", r.Error)
-	}
+	printFailures(r.Failures, r.Error)
 }
 
 // serveCronTabWebhook serves the example CronTab conversion webhook
-// (crontab.NewScheme()) behind a webhookCounter at /convert, on a free
-// loopback port over TLS (HTTP/2) with a self-signed certificate for
-// 127.0.0.1. It returns the counter, the webhook's URL, the PEM to give as
+// (crontab.NewScheme()) behind a webhookCounter with serveTLS. It returns
+// the counter, the webhook's URL (path /convert), the PEM to give as
 // caBundle and the server, to Close when done.
 func serveCronTabWebhook() (*webhookCounter, string, []byte, *http.Server, error) {
-	cert, certPEM, err := selfSigned("crdbench-crontab-conversion")
-	if err != nil {
-		return nil, "", nil, nil, err
-	}
 	hook := newWebhookCounter(crontab.NewScheme())
-	mux := http.NewServeMux()
-	mux.Handle("/convert", hook)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", nil, nil, err
-	}
-	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		ErrorLog:  log.New(io.Discard, "", 0)}
-	go func() { _ = hsrv.ServeTLS(ln, "", "") }()
-	return hook, "https://" + ln.Addr().String() + "/convert", certPEM, hsrv, nil
+	base, caPEM, srv, err := serveTLS("crdbench-crontab-conversion", hook)
+	return hook, base + "/convert", caPEM, srv, err
 }
 
-// selfSigned makes a serving certificate for 127.0.0.1, ::1 and dnsNames
-// with client-go's certificate helper, and returns it with the PEM that
-// trusts it (a caBundle).
-func selfSigned(name string, dnsNames ...string) (tls.Certificate, []byte, error) {
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(name, []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, dnsNames)
+// serveTLS serves h on a free loopback port over TLS (HTTP/2) with a
+// self-signed certificate for 127.0.0.1 and ::1 (client-go's certificate
+// helper). It returns the server's https:// URL, the PEM that trusts it (a
+// caBundle) and the server, to Close when done.
+func serveTLS(name string, h http.Handler) (string, []byte, *http.Server, error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(name, []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, nil)
 	if err != nil {
-		return tls.Certificate{}, nil, err
+		return "", nil, nil, err
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	return cert, certPEM, err
+	if err != nil {
+		return "", nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ErrorLog:  log.New(io.Discard, "", 0)}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	return "https://" + ln.Addr().String(), certPEM, srv, nil
 }

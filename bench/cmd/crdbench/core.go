@@ -234,12 +234,7 @@ type coreResult struct {
 }
 
 func (r *coreResult) phase(name string) *corePhase {
-	for i := range r.Phases {
-		if r.Phases[i].Name == name {
-			return &r.Phases[i]
-		}
-	}
-	return nil
+	return find(r.Phases, func(x *corePhase) bool { return x.Name == name })
 }
 
 // configMapBody is a ConfigMap of 10 keys and 200 bytes of data.
@@ -397,24 +392,10 @@ func runCore(args []string) error {
 			log.Printf("cleanup: %s", res.Cleanup)
 		}
 		res.Protocol = c.protocol()
-		if err != nil {
-			res.Error = err.Error()
-		}
 		for _, p := range res.Phases {
-			if p.FirstError != nil {
-				res.Failures = append(res.Failures, *p.FirstError)
-			}
+			res.Failures = append(res.Failures, firstError(p.phase)...)
 		}
-		printCore(res)
-		if *jsonOut != "" {
-			if werr := writeJSON(*jsonOut, res); werr != nil {
-				return werr
-			}
-		}
-		if err == nil && len(res.Failures) > 0 {
-			err = fmt.Errorf("%d failure(s)", len(res.Failures))
-		}
-		return err
+		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printCore(res) }, err)
 	}
 	phaseCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), *phaseLimit)
@@ -732,10 +713,5 @@ func printCore(r *coreResult) {
 	if r.Cleanup != "" {
 		fmt.Printf("cleanup: %s\n", r.Cleanup)
 	}
-	for _, f := range r.Failures {
-		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
-	}
-	if r.Error != "" {
-		fmt.Printf("ERROR: %s\n", r.Error)
-	}
+	printFailures(r.Failures, r.Error)
 }

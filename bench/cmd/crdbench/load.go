@@ -47,12 +47,7 @@ type loadResult struct {
 }
 
 func (r *loadResult) phase(name string) *phase {
-	for i := range r.Phases {
-		if r.Phases[i].Name == name {
-			return &r.Phases[i]
-		}
-	}
-	return nil
+	return find(r.Phases, func(x *phase) bool { return x.Name == name })
 }
 
 // loader is the load workload's client: one collection of one custom
@@ -161,9 +156,6 @@ func runLoad(args []string) error {
 	var sample []byte // the answer to the first create
 	finish := func(err error) error {
 		res.Protocol = c.protocol()
-		if err != nil {
-			res.Error = err.Error()
-		}
 		if sample != nil {
 			res.Sample = truncate(sample, 4000)
 			var obj struct {
@@ -174,21 +166,8 @@ func runLoad(args []string) error {
 			_ = json.Unmarshal(sample, &obj)
 			res.ManagedFields = len(obj.Metadata.ManagedFields) > 0
 		}
-		for _, p := range res.Phases {
-			if p.FirstError != nil {
-				res.Failures = append(res.Failures, *p.FirstError)
-			}
-		}
-		printLoad(res)
-		if *jsonOut != "" {
-			if werr := writeJSON(*jsonOut, res); werr != nil {
-				return werr
-			}
-		}
-		if err == nil && len(res.Failures) > 0 {
-			err = fmt.Errorf("%d phase(s) had failed requests", len(res.Failures))
-		}
-		return err
+		res.Failures = append(res.Failures, firstError(res.Phases...)...)
+		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printLoad(res) }, err)
 	}
 
 	if *crd != "" {
@@ -302,10 +281,5 @@ func printLoad(r *loadResult) {
 	if len(r.Lists) > 0 {
 		fmt.Printf("list median %.2f ms (min %.2f, max %.2f)\n", r.ListMedianMs, r.ListMinMs, r.ListMaxMs)
 	}
-	for _, f := range r.Failures {
-		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
-	}
-	if r.Error != "" {
-		fmt.Printf("ERROR: %s\n", r.Error)
-	}
+	printFailures(r.Failures, r.Error)
 }

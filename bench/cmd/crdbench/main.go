@@ -61,6 +61,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -103,4 +104,44 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|admission|paths|crds|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
 	os.Exit(2)
+}
+
+// done ends a workload's run: its error, if any, into errField; the result
+// printed and written as JSON to jsonOut (if given). A run that recorded
+// failures ends in an error.
+func done(jsonOut string, res any, errField *string, failures int, print func(), err error) error {
+	if err != nil {
+		*errField = err.Error()
+	}
+	print()
+	if jsonOut != "" {
+		if werr := writeJSON(jsonOut, res); werr != nil {
+			return werr
+		}
+	}
+	if err == nil && failures > 0 {
+		err = fmt.Errorf("%d failure(s)", failures)
+	}
+	return err
+}
+
+// firstError is the first failed request of each phase.
+func firstError(ps ...phase) []failure {
+	var fs []failure
+	for _, p := range ps {
+		if p.FirstError != nil {
+			fs = append(fs, *p.FirstError)
+		}
+	}
+	return fs
+}
+
+// printFailures prints a run's failures and error.
+func printFailures(fs []failure, err string) {
+	for _, f := range fs {
+		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
+	}
+	if err != "" {
+		fmt.Printf("ERROR: %s\n", err)
+	}
 }

@@ -719,19 +719,7 @@ func runPaths(args []string) error {
 		if err == nil && ctx.Err() != nil {
 			err = errors.New("interrupted")
 		}
-		if err != nil {
-			res.Error = err.Error()
-		}
-		printPaths(res)
-		if *jsonOut != "" {
-			if werr := writeJSON(*jsonOut, res); werr != nil {
-				return werr
-			}
-		}
-		if err == nil && len(res.Failures) > 0 {
-			err = fmt.Errorf("%d failure(s)", len(res.Failures))
-		}
-		return err
+		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printPaths(res) }, err)
 	}
 
 	for r := 1; r <= *rounds; r++ {
@@ -1702,10 +1690,5 @@ func printPaths(r *pathsResult) {
 	for _, c := range r.Cleanup {
 		fmt.Println("cleanup:", c)
 	}
-	for _, f := range r.Failures {
-		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
-	}
-	if r.Error != "" {
-		fmt.Printf("ERROR: %s\n", r.Error)
-	}
+	printFailures(r.Failures, r.Error)
 }

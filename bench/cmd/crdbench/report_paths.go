@@ -84,12 +84,7 @@ func phaseFig(get func(*pathsRound) *phase, f func(*phase) float64) func(*pathsR
 }
 
 func watchOf(rd *pathsRound, w int) *watchRun {
-	for i := range rd.Watches {
-		if rd.Watches[i].Watchers == w {
-			return &rd.Watches[i]
-		}
-	}
-	return nil
+	return find(rd.Watches, func(x *watchRun) bool { return x.Watchers == w })
 }
 
 // pathsReport writes the section "Paths of the performance issue"

@@ -63,12 +63,7 @@ type rulesResult struct {
 }
 
 func (r *rulesResult) coll(name string) *rulesColl {
-	for i := range r.Colls {
-		if r.Colls[i].Name == name {
-			return &r.Colls[i]
-		}
-	}
-	return nil
+	return find(r.Colls, func(x *rulesColl) bool { return x.Name == name })
 }
 
 // rulesCRD is crontabCRD for the rules group with what makes the split of
@@ -134,24 +129,8 @@ func runRules(args []string) error {
 
 	finish := func(err error) error {
 		res.Protocol = l.protocol()
-		if err != nil {
-			res.Error = err.Error()
-		}
-		for _, p := range res.Phases {
-			if p.FirstError != nil {
-				res.Failures = append(res.Failures, *p.FirstError)
-			}
-		}
-		printRules(res)
-		if *jsonOut != "" {
-			if werr := writeJSON(*jsonOut, res); werr != nil {
-				return werr
-			}
-		}
-		if err == nil && len(res.Failures) > 0 {
-			err = fmt.Errorf("%d failure(s)", len(res.Failures))
-		}
-		return err
+		res.Failures = append(res.Failures, firstError(res.Phases...)...)
+		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printRules(res) }, err)
 	}
 	post := func(phase, path string, body []byte, want ...int) bool {
 		code, b, err := l.do(ctx, http.MethodPost, base+path, body)
@@ -315,10 +294,5 @@ func printRules(r *rulesResult) {
 	}
 	fmt.Printf("rules ÷ None: cold %.2f×, warm %.2f×; webhook ÷ rules: cold %.2f×, warm %.2f×\n",
 		r.ColdRulesOverNone, r.WarmRulesOverNone, r.ColdWebhookOverRules, r.WarmWebhookOverRules)
-	for _, f := range r.Failures {
-		fmt.Printf("FAILURE %s %s %s: %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, f.Body)
-	}
-	if r.Error != "" {
-		fmt.Println("ERROR", r.Error)
-	}
+	printFailures(r.Failures, r.Error)
 }

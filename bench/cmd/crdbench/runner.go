@@ -186,3 +186,13 @@ func median(v []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+// find is the first element of s that match holds of, or nil.
+func find[T any](s []T, match func(*T) bool) *T {
+	for i := range s {
+		if match(&s[i]) {
+			return &s[i]
+		}
+	}
+	return nil
+}
