@@ -2,11 +2,7 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
-	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -196,31 +192,6 @@ func TestCheckNamesAndParse(t *testing.T) {
 	}
 }
 
-// getGzip decompresses a gzip answer and counts its bytes on the wire.
-func TestGetGzip(t *testing.T) {
-	body := []byte(strings.Repeat(`{"metadata":{"name":"item"}},`, 2000))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Accept-Encoding") != "gzip" || r.URL.Query().Get("plain") != "" {
-			_, _ = w.Write(body)
-			return
-		}
-		w.Header().Set("Content-Encoding", "gzip")
-		zw := gzip.NewWriter(w)
-		_, _ = zw.Write(body)
-		_ = zw.Close()
-	}))
-	defer srv.Close()
-	c := &client{hc: srv.Client(), base: srv.URL}
-	code, b, wire, enc, err := c.getGzip(context.Background(), srv.URL)
-	if err != nil || code != 200 || enc != "gzip" || !bytes.Equal(b, body) || wire <= 0 || wire >= len(body)/4 {
-		t.Fatalf("gzip: code %d enc %q err %v, %d bytes, %d on the wire", code, enc, err, len(b), wire)
-	}
-	code, b, wire, enc, err = c.getGzip(context.Background(), srv.URL+"?plain=1")
-	if err != nil || code != 200 || enc != "" || !bytes.Equal(b, body) || wire != len(body) {
-		t.Fatalf("plain: code %d enc %q err %v, %d bytes, %d on the wire", code, enc, err, len(b), wire)
-	}
-}
-
 // The report shows no figure for a row that failed in any round, and the
 // first GET's status when it was not a 200.
 func TestPathsReportCells(t *testing.T) {
@@ -251,51 +222,5 @@ func TestPathsReportCells(t *testing.T) {
 	}
 	if v := (pathsSide{why: "not measured"}).cell(pathsRows("list"), list, 1, ""); v.ok || v.String() != "not measured" {
 		t.Fatalf("missing side %q", v)
-	}
-}
-
-// TestLoadBodyPadded: load's -body-bytes pads a Widget to exactly that
-// size with an annotation, and leaves it alone when it is already larger.
-func TestLoadBodyPadded(t *testing.T) {
-	l := &loader{apiVersion: "peer.example.com/v1", kind: "Widget", bodyBytes: 1024}
-	for i := range 3 {
-		b := l.body("crdbench-l-00007", i)
-		if len(b) != 1024 {
-			t.Errorf("body %d: %d bytes, want 1024", i, len(b))
-		}
-		var o struct {
-			Metadata struct {
-				Annotations map[string]string `json:"annotations"`
-			} `json:"metadata"`
-			Spec map[string]any `json:"spec"`
-		}
-		if err := json.Unmarshal(b, &o); err != nil || len(o.Metadata.Annotations["crdbench.example.com/pad"]) < 800 || o.Spec["color"] == nil {
-			t.Errorf("body %d: %s (%v)", i, b, err)
-		}
-	}
-	l.bodyBytes = 100
-	if b := l.body("x", 0); strings.Contains(string(b), "annotations") {
-		t.Errorf("a body already over -body-bytes was padded: %s", b)
-	}
-}
-
-// TestMedianRound: load's reported phase is the round with the median
-// req/s (the slower middle one of an even count), and a failed round is
-// reported rather than hidden.
-func TestMedianRound(t *testing.T) {
-	r := func(rate float64) phase { return phase{Name: "create", PerSecond: rate} }
-	if got := medianRound([]phase{r(900), r(1200), r(1000)}); got.PerSecond != 1000 {
-		t.Errorf("median of 900, 1200, 1000: %v", got.PerSecond)
-	}
-	if got := medianRound([]phase{r(900), r(1200), r(1000), r(1100)}); got.PerSecond != 1000 {
-		t.Errorf("median of four: %v", got.PerSecond)
-	}
-	if got := medianRound([]phase{r(1500)}); got.PerSecond != 1500 {
-		t.Errorf("one round: %v", got.PerSecond)
-	}
-	bad := r(2000)
-	bad.Errors = 3
-	if got := medianRound([]phase{r(900), bad, r(1000)}); got.Errors != 3 {
-		t.Errorf("a failed round was hidden: %+v", got)
 	}
 }

@@ -52,20 +52,23 @@ func TestMedian(t *testing.T) {
 	}
 }
 
-func TestCheckLoopback(t *testing.T) {
-	for _, tc := range []struct {
-		url string
-		ok  bool
-	}{
-		{"http://127.0.0.1:6443", true},
-		{"https://[::1]:6443", true},
-		{"https://localhost:6443", true},
-		{"http://10.0.0.1:6443", false},
-		{"https://example.com", false},
-		{"ftp://127.0.0.1", false},
-	} {
-		if _, err := checkLoopback(tc.url); (err == nil) != tc.ok {
-			t.Errorf("checkLoopback(%q) error %v, want ok=%v", tc.url, err, tc.ok)
-		}
+// TestMedianRound: load's reported phase is the round with the median
+// req/s (the slower middle one of an even count), and a failed round is
+// reported rather than hidden.
+func TestMedianRound(t *testing.T) {
+	r := func(rate float64) phase { return phase{Name: "create", PerSecond: rate} }
+	if got := medianRound([]phase{r(900), r(1200), r(1000)}); got.PerSecond != 1000 {
+		t.Errorf("median of 900, 1200, 1000: %v", got.PerSecond)
+	}
+	if got := medianRound([]phase{r(900), r(1200), r(1000), r(1100)}); got.PerSecond != 1000 {
+		t.Errorf("median of four: %v", got.PerSecond)
+	}
+	if got := medianRound([]phase{r(1500)}); got.PerSecond != 1500 {
+		t.Errorf("one round: %v", got.PerSecond)
+	}
+	bad := r(2000)
+	bad.Errors = 3
+	if got := medianRound([]phase{r(900), bad, r(1000)}); got.Errors != 3 {
+		t.Errorf("a failed round was hidden: %+v", got)
 	}
 }
