@@ -31,7 +31,7 @@
 //	    webhook that crdbench serves on loopback; the objects are deleted
 //	    after each, the admission objects at the end.
 //	crdbench paths    -server URL [TLS flags] -n 10000 -rounds 3 -json F
-//	    the rows of the performance issue not measured elsewhere, per round
+//	    the request paths not measured elsewhere, per round
 //	    on CRDs of its own (deleted again): sequential GETs, creates with 16
 //	    workers, a full list with gzip, paged walks, watch fan-out to 200 and
 //	    1,000 watchers, deleting a CRD of n objects, the first create after

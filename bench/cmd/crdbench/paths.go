@@ -1,7 +1,9 @@
 package main
 
-// crdbench paths: the rows of the performance issue that the other phases
-// do not measure, against one server, in rounds. Each round works on CRDs
+// crdbench paths: the request paths of single objects, large collections,
+// watches and CRD changes that the other workloads do not measure, against
+// one server, in rounds; the numbers are the rows of the report's table
+// (its "#" column). Each round works on CRDs
 // of its own (fresh groups under paths.crdbench.example.com, labelled
 // crdbench-paths-run=<run id>), in the namespace -namespace, and deletes
 // them again before the next round:
@@ -1415,7 +1417,7 @@ func watchOf(rd *pathsRound, w int) *watchRun {
 	return find(rd.Watches, func(x *watchRun) bool { return x.Watchers == w })
 }
 
-// pathsReport writes the section "Paths of the performance issue"
+// pathsReport writes the section of crdbench paths
 // (crdserver beside the reference) and returns its failures.
 func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 	c, r := loadPathsSide(dir, "crdserver"), loadPathsSide(dir, "reference")
