@@ -302,24 +302,19 @@ func runAdmission(args []string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case *n < 1 || *n > 100000:
-		return errors.New("need 1 <= -n <= 100000")
-	case *rounds < 1 || *rounds > 20:
-		return errors.New("need 1 <= -rounds <= 20")
-	case *conc < 1 || *conc > 64:
-		return errors.New("need 1 <= -concurrency <= 64")
-	case *warmup < 0 || *warmup > 100000:
-		return errors.New("need 0 <= -warmup <= 100000")
-	case *waitFor < time.Second || *waitFor > 10*time.Minute:
-		return errors.New("need 1s <= -wait <= 10m")
-	case *phaseLimit < time.Second || *phaseLimit > time.Hour:
-		return errors.New("need 1s <= -phase-timeout <= 1h")
-	case *cleanupWait < 0 || *cleanupWait > 10*time.Minute:
-		return errors.New("need 0 <= -cleanup-wait <= 10m")
-	case *namespace == "":
-		return errors.New("need -namespace")
-	case len(policyCounts) == 0 && !*webhook:
+	if err := checkFlags([]bound{
+		{*n < 1 || *n > 100000, "1 <= -n <= 100000"},
+		{*rounds < 1 || *rounds > 20, "1 <= -rounds <= 20"},
+		{*conc < 1 || *conc > 64, "1 <= -concurrency <= 64"},
+		{*warmup < 0 || *warmup > 100000, "0 <= -warmup <= 100000"},
+		{*waitFor < time.Second || *waitFor > 10*time.Minute, "1s <= -wait <= 10m"},
+		{*phaseLimit < time.Second || *phaseLimit > time.Hour, "1s <= -phase-timeout <= 1h"},
+		{*cleanupWait < 0 || *cleanupWait > 10*time.Minute, "0 <= -cleanup-wait <= 10m"},
+		{*namespace == "", "-namespace"},
+	}); err != nil {
+		return err
+	}
+	if len(policyCounts) == 0 && !*webhook {
 		return errors.New("nothing to measure: -policies is empty and -webhook=false")
 	}
 	c, err := connect(*server, t, *conc)

@@ -331,29 +331,20 @@ func runCore(args []string) error {
 	fs.Var(&pids, "pid", "name=PID of a server process whose CPU time and VmRSS are counted (repeatable; kube: kube-apiserver and etcd)")
 	fs.Var(&side, "side-pid", "name=PID of another process whose CPU time and VmRSS are recorded but not counted (repeatable)")
 	_ = fs.Parse(args)
-	switch {
-	case *n < 1 || *n > 100000:
-		return errors.New("need 1 <= -n <= 100000")
-	case *lists < 1 || *lists > 100:
-		return errors.New("need 1 <= -lists <= 100")
-	case *leases < 0 || *leases > 20000:
-		return errors.New("need 0 <= -leases <= 20000")
-	case *period < 100*time.Millisecond || *period > time.Minute:
-		return errors.New("need 100ms <= -lease-period <= 1m")
-	case *duration < *period || *duration > 10*time.Minute:
-		return errors.New("need -lease-period <= -lease-duration <= 10m")
-	case *renewTO < 100*time.Millisecond || *renewTO > time.Minute:
-		return errors.New("need 100ms <= -renew-timeout <= 1m")
-	case *idle < 0 || *idle > time.Minute:
-		return errors.New("need 0 <= -idle <= 1m")
-	case *conc < 1 || *conc > 64:
-		return errors.New("need 1 <= -concurrency <= 64")
-	case *phaseLimit < time.Second || *phaseLimit > time.Hour:
-		return errors.New("need 1s <= -phase-timeout <= 1h")
-	case *cleanupWait < 0 || *cleanupWait > 10*time.Minute:
-		return errors.New("need 0 <= -cleanup-wait <= 10m")
-	case *namespace == "":
-		return errors.New("need -namespace")
+	if err := checkFlags([]bound{
+		{*n < 1 || *n > 100000, "1 <= -n <= 100000"},
+		{*lists < 1 || *lists > 100, "1 <= -lists <= 100"},
+		{*leases < 0 || *leases > 20000, "0 <= -leases <= 20000"},
+		{*period < 100*time.Millisecond || *period > time.Minute, "100ms <= -lease-period <= 1m"},
+		{*duration < *period || *duration > 10*time.Minute, "-lease-period <= -lease-duration <= 10m"},
+		{*renewTO < 100*time.Millisecond || *renewTO > time.Minute, "100ms <= -renew-timeout <= 1m"},
+		{*idle < 0 || *idle > time.Minute, "0 <= -idle <= 1m"},
+		{*conc < 1 || *conc > 64, "1 <= -concurrency <= 64"},
+		{*phaseLimit < time.Second || *phaseLimit > time.Hour, "1s <= -phase-timeout <= 1h"},
+		{*cleanupWait < 0 || *cleanupWait > 10*time.Minute, "0 <= -cleanup-wait <= 10m"},
+		{*namespace == "", "-namespace"},
+	}); err != nil {
+		return err
 	}
 	c, err := connect(*server, t, *conc)
 	if err != nil {

@@ -392,19 +392,8 @@ func (s *rssSampler) end() float64 {
 }
 
 func sumRSS(pids namedPIDs) float64 {
-	var sum float64
-	for _, p := range pids {
-		sum += readMem(p.name, p.pid).VMRSSMiB
-	}
+	_, sum := readRSS(pids)
 	return sum
-}
-
-func rssOf(pids namedPIDs) []procMem {
-	var out []procMem
-	for _, p := range pids {
-		out = append(out, readMem(p.name, p.pid))
-	}
-	return out
 }
 
 // crdsResult is everything one crds run measured.
@@ -572,8 +561,7 @@ func (r *crdsResult) run(l *client, crds []corpusCRD, o crdsOptions) error {
 			return fmt.Errorf("CRD %s exists already: crds needs a server without the corpus", c.Name)
 		}
 	}
-	r.RSSEmpty = rssOf(o.rss)
-	r.RSSEmptyMiB = sumRSS(o.rss)
+	r.RSSEmpty, r.RSSEmptyMiB = readRSS(o.rss)
 
 	// Install.
 	fmt.Fprintf(os.Stderr, "crds: creating %d CRDs, %d at a time\n", len(crds), o.conc)
@@ -609,8 +597,7 @@ func (r *crdsResult) run(l *client, crds []corpusCRD, o crdsOptions) error {
 	}
 	fmt.Fprintf(os.Stderr, "crds: all Established after %.1f s; settling %v\n", r.EstablishedSec, o.settle)
 	time.Sleep(o.settle)
-	r.RSSInstalled = rssOf(o.rss)
-	r.RSSInstalledMiB = sumRSS(o.rss)
+	r.RSSInstalled, r.RSSInstalledMiB = readRSS(o.rss)
 	r.KiBPerCRD = (r.RSSInstalledMiB - r.RSSEmptyMiB) * 1024 / float64(len(crds))
 
 	// Discovery and OpenAPI.
@@ -637,8 +624,7 @@ func (r *crdsResult) run(l *client, crds []corpusCRD, o crdsOptions) error {
 	}, nil)
 	r.RSSPeakUseMiB = peak.end()
 	time.Sleep(o.settle)
-	r.RSSUsed = rssOf(o.rss)
-	r.RSSUsedMiB = sumRSS(o.rss)
+	r.RSSUsed, r.RSSUsedMiB = readRSS(o.rss)
 	if o.v2 {
 		t := time.Now()
 		code, b, err := l.do(context.Background(), http.MethodGet, l.base+"/openapi/v2", nil)

@@ -91,16 +91,14 @@ func (l *loader) list() (listSample, *failure) {
 			continue
 		}
 		s := listSample{Ms: ms(d), Bytes: len(b), Status: code}
-		if err != nil || code != http.StatusOK {
-			f := &failure{Phase: "list", Method: http.MethodGet, Path: strings.TrimPrefix(l.coll, l.base), Status: code, Body: truncate(b, 2000)}
-			if err != nil {
-				f.Error = err.Error()
-			}
-			return s, f
-		}
 		var items struct{ Items []json.RawMessage }
-		if err := json.Unmarshal(b, &items); err != nil {
-			return s, &failure{Phase: "list", Method: http.MethodGet, Path: strings.TrimPrefix(l.coll, l.base), Status: code, Error: "decode: " + err.Error()}
+		if err == nil && code == http.StatusOK {
+			if err = json.Unmarshal(b, &items); err != nil {
+				err, b = fmt.Errorf("decode: %w", err), nil
+			}
+		}
+		if err != nil || code != http.StatusOK {
+			return s, l.fail("list", http.MethodGet, l.coll, code, b, err)
 		}
 		s.Items = len(items.Items)
 		return s, nil

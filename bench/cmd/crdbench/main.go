@@ -59,6 +59,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -144,4 +145,21 @@ func printFailures(fs []failure, err string) {
 	if err != "" {
 		fmt.Printf("ERROR: %s\n", err)
 	}
+}
+
+// bound is a check of a subcommand's flags: when broken, the run stops
+// with "need " + need.
+type bound struct {
+	broken bool
+	need   string
+}
+
+// checkFlags returns the error of the first broken bound.
+func checkFlags(bs []bound) error {
+	for _, b := range bs {
+		if b.broken {
+			return errors.New("need " + b.need)
+		}
+	}
+	return nil
 }

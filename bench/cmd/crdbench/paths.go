@@ -513,31 +513,21 @@ func runPaths(args []string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case *n < 1 || *n > 100000:
-		return errors.New("need 1 <= -n <= 100000")
-	case *rounds < 1 || *rounds > 20:
-		return errors.New("need 1 <= -rounds <= 20")
-	case *creates < 1 || *conc < 1 || *conc > 64:
-		return errors.New("need -creates >= 1 and 1 <= -concurrency <= 64")
-	case *gets < 1 || *gets > 100000 || *lists < 1 || *lists > 50 || *walks < 1 || *walks > 50:
-		return errors.New("need 1 <= -gets <= 100000, 1 <= -lists <= 50, 1 <= -walks <= 50")
-	case *pageLimit < 1 || *pageLimit > 10000:
-		return errors.New("need 1 <= -page-limit <= 10000")
-	case *perConn < 1 || *perConn > 1000 || *updates < 1 || *updates > 10000:
-		return errors.New("need 1 <= -watchers-per-conn <= 1000, 1 <= -watch-updates <= 10000")
-	case *interval < 0 || *interval > 10*time.Second || *watchWait < time.Second || *watchWait > 10*time.Minute:
-		return errors.New("need 0 <= -watch-interval <= 10s, 1s <= -watch-wait <= 10m")
-	case *freshCRDs < 0 || *freshCRDs > 50 || *bodyBytes < 0 || *bodyBytes > 1<<20:
-		return errors.New("need 0 <= -fresh-crds <= 50, 0 <= -body-bytes <= 1 MiB")
-	case *settle < 0 || *settle > time.Minute || *rssSettle < 0 || *rssSettle > time.Minute:
-		return errors.New("need 0 <= -settle, -rss-settle <= 1m")
-	case *waitFor < time.Second || *waitFor > 10*time.Minute || *deleteWait < time.Second || *deleteWait > 30*time.Minute:
-		return errors.New("need 1s <= -wait <= 10m, 1s <= -delete-wait <= 30m")
-	case *phaseLimit < time.Second || *phaseLimit > time.Hour:
-		return errors.New("need 1s <= -phase-timeout <= 1h")
-	case *namespace == "":
-		return errors.New("need -namespace")
+	if err := checkFlags([]bound{
+		{*n < 1 || *n > 100000, "1 <= -n <= 100000"},
+		{*rounds < 1 || *rounds > 20, "1 <= -rounds <= 20"},
+		{*creates < 1 || *conc < 1 || *conc > 64, "-creates >= 1 and 1 <= -concurrency <= 64"},
+		{*gets < 1 || *gets > 100000 || *lists < 1 || *lists > 50 || *walks < 1 || *walks > 50, "1 <= -gets <= 100000, 1 <= -lists <= 50, 1 <= -walks <= 50"},
+		{*pageLimit < 1 || *pageLimit > 10000, "1 <= -page-limit <= 10000"},
+		{*perConn < 1 || *perConn > 1000 || *updates < 1 || *updates > 10000, "1 <= -watchers-per-conn <= 1000, 1 <= -watch-updates <= 10000"},
+		{*interval < 0 || *interval > 10*time.Second || *watchWait < time.Second || *watchWait > 10*time.Minute, "0 <= -watch-interval <= 10s, 1s <= -watch-wait <= 10m"},
+		{*freshCRDs < 0 || *freshCRDs > 50 || *bodyBytes < 0 || *bodyBytes > 1<<20, "0 <= -fresh-crds <= 50, 0 <= -body-bytes <= 1 MiB"},
+		{*settle < 0 || *settle > time.Minute || *rssSettle < 0 || *rssSettle > time.Minute, "0 <= -settle, -rss-settle <= 1m"},
+		{*waitFor < time.Second || *waitFor > 10*time.Minute || *deleteWait < time.Second || *deleteWait > 30*time.Minute, "1s <= -wait <= 10m, 1s <= -delete-wait <= 30m"},
+		{*phaseLimit < time.Second || *phaseLimit > time.Hour, "1s <= -phase-timeout <= 1h"},
+		{*namespace == "", "-namespace"},
+	}); err != nil {
+		return err
 	}
 	if *runID == "" {
 		*runID = strconv.FormatInt(time.Now().Unix(), 36) + strconv.Itoa(os.Getpid()%1000)
@@ -664,7 +654,7 @@ func (p *pathsRun) round(rd *pathsRound) error {
 	time.Sleep(p.settle)
 
 	// Rows 2 and 9: the creates, RSS before and after.
-	rd.RSSBefore, rd.RSSBeforeMiB = p.readRSS()
+	rd.RSSBefore, rd.RSSBeforeMiB = readRSS(p.rss)
 	bodies := make([][]byte, p.n)
 	for i := range bodies {
 		bodies[i] = pathsBody(group, itemName(i), i, p.bodyBytes)
@@ -700,7 +690,7 @@ func (p *pathsRun) round(rd *pathsRound) error {
 		return p.conversionAndRest(rd, &roundCRDs)
 	}
 	time.Sleep(p.rssSettle)
-	rd.RSS, rd.RSSMiB = p.readRSS()
+	rd.RSS, rd.RSSMiB = readRSS(p.rss)
 
 	if p.ctx.Err() != nil {
 		return p.ctx.Err()
@@ -826,17 +816,6 @@ func (p *pathsRun) conversionAndRest(rd *pathsRound, roundCRDs *[]string) error 
 		p.convRow(rd, roundCRDs)
 	}
 	return p.ctx.Err()
-}
-
-func (p *pathsRun) readRSS() ([]procMem, float64) {
-	var mems []procMem
-	var total float64
-	for _, x := range p.rss {
-		m := readMem(x.name, x.pid)
-		mems = append(mems, m)
-		total += m.VMRSSMiB
-	}
-	return mems, total
 }
 
 // listNames decodes a list answer: its kind, continue token and item names.
