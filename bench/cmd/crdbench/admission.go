@@ -505,16 +505,12 @@ func runAdmission(args []string) error {
 		for i := range bodies {
 			bodies[i] = l.body(name(i), i)
 		}
-		pctx, cancel := context.WithTimeout(ctx, *phaseLimit)
-		defer cancel()
-		return c.phase(pctx, label, count, *conc, func(i int) request {
+		return c.phase(ctx, label, count, *conc, *phaseLimit, func(i int) request {
 			return request{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
 		}, nil)
 	}
 	deletes := func(label string, count int, name func(int) string) phase {
-		pctx, cancel := context.WithTimeout(ctx, *phaseLimit)
-		defer cancel()
-		return c.phase(pctx, label, count, *conc, func(i int) request {
+		return c.phase(ctx, label, count, *conc, *phaseLimit, func(i int) request {
 			return request{http.MethodDelete, coll + "/" + name(i), nil, []int{http.StatusOK, http.StatusAccepted, http.StatusNotFound}}
 		}, nil)
 	}

@@ -479,7 +479,7 @@ func runConvert(args []string) error {
 		target := coll(c.group, "v1beta1")
 		log.Printf("%s: %d creates in %s/v1beta1 with %d workers", c.label, *n, c.group, *conc)
 		before := hook.snapshot()
-		p := l.phase(ctx, c.label, *n, *conc, func(i int) request {
+		p := l.phase(ctx, c.label, *n, *conc, 0, func(i int) request {
 			return request{http.MethodPost, target, bodies[i], []int{http.StatusCreated}}
 		}, nil)
 		res.PopulateHooks[c.label] = hook.snapshot().minus(before)

@@ -412,10 +412,8 @@ func runCore(args []string) error {
 
 	// ConfigMaps.
 	measured := func(name string, nreq, workers int, req func(i int) request, after func(i int, ok bool, b []byte)) corePhase {
-		ctx, cancel := phaseCtx()
-		defer cancel()
 		s := meter.snap()
-		p := corePhase{phase: c.phase(ctx, name, nreq, workers, req, after)}
+		p := corePhase{phase: c.phase(context.Background(), name, nreq, workers, *phaseLimit, req, after)}
 		p.CPU = window(s)
 		res.Phases = append(res.Phases, p)
 		return p

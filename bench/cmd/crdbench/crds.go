@@ -543,7 +543,7 @@ type crdsOptions struct {
 // each calls f for every CRD, conc at a time, with run; it counts the
 // failures and returns the first.
 func each(ctx context.Context, crds []corpusCRD, conc int, f func(c corpusCRD) *failure) (int, *failure) {
-	p := run(ctx, "", len(crds), conc, 0, func(_ context.Context, i int) (time.Duration, *failure) { return 0, f(crds[i]) })
+	p := run(ctx, "", len(crds), conc, 0, 0, func(_ context.Context, i int) (time.Duration, *failure) { return 0, f(crds[i]) })
 	return p.Errors, p.FirstError
 }
 
@@ -618,7 +618,7 @@ func (r *crdsResult) run(l *client, crds []corpusCRD, o crdsOptions) error {
 	}
 	fmt.Fprintf(os.Stderr, "crds: a first request to %d CRDs\n", len(use))
 	peak = sampleRSS(o.rss, 250*time.Millisecond)
-	r.First = l.phase(ctx, "first-request", len(use), 1, func(i int) request {
+	r.First = l.phase(ctx, "first-request", len(use), 1, 0, func(i int) request {
 		c := use[i]
 		return request{http.MethodPost, l.base + c.collection() + "?dryRun=All", c.object("crdbench-first"), []int{http.StatusCreated}}
 	}, nil)

@@ -192,7 +192,7 @@ func runLoad(args []string) error {
 			kind = "c" + strconv.Itoa(r)
 		}
 		log.Printf("round %d of %d: %d sequential creates", r, *rounds, *n)
-		cr := c.phase(ctx, "create", *n, 1, func(i int) request {
+		cr := c.phase(ctx, "create", *n, 1, 0, func(i int) request {
 			return request{http.MethodPost, coll, l.body(name(kind, i), i), created}
 		}, func(i int, _ bool, b []byte) {
 			if i == 0 {
@@ -200,7 +200,7 @@ func runLoad(args []string) error {
 			}
 		})
 		log.Printf("round %d of %d: %d sequential deletes", r, *rounds, *n)
-		d := c.phase(ctx, "delete", *n, 1, func(i int) request {
+		d := c.phase(ctx, "delete", *n, 1, 0, func(i int) request {
 			return request{http.MethodDelete, coll + "/" + name(kind, i), nil, deleted}
 		}, nil)
 		creates, deletes = append(creates, cr), append(deletes, d)
@@ -225,7 +225,7 @@ func runLoad(args []string) error {
 		bodies[i] = l.body(name("l", i), i)
 	}
 	log.Printf("%d creates with %d workers", *listN, *conc)
-	pop := c.phase(ctx, "populate", *listN, *conc, func(i int) request {
+	pop := c.phase(ctx, "populate", *listN, *conc, 0, func(i int) request {
 		return request{http.MethodPost, coll, bodies[i], []int{http.StatusCreated, http.StatusConflict}}
 	}, nil)
 	res.Phases = append(res.Phases, pop)
@@ -257,7 +257,7 @@ func runLoad(args []string) error {
 
 	if *cleanup {
 		log.Printf("cleanup: deleting %d objects with %d workers", *listN, *conc)
-		res.Phases = append(res.Phases, c.phase(ctx, "cleanup", *listN, *conc, func(i int) request {
+		res.Phases = append(res.Phases, c.phase(ctx, "cleanup", *listN, *conc, 0, func(i int) request {
 			return request{http.MethodDelete, coll + "/" + name("l", i), nil, append(deleted, http.StatusNotFound)}
 		}, nil))
 	}

@@ -659,23 +659,19 @@ func (p *pathsRun) round(rd *pathsRound) error {
 	for i := range bodies {
 		bodies[i] = pathsBody(group, itemName(i), i, p.bodyBytes)
 	}
-	phaseCtx, cancel := context.WithTimeout(p.ctx, p.phaseLimit)
 	log.Printf("round %d: %d creates with %d workers (measured)", rd.Round, p.creates, p.conc)
-	cr := p.c.phase(phaseCtx, "creates", p.creates, p.conc, func(i int) request {
+	cr := p.c.phase(p.ctx, "creates", p.creates, p.conc, p.phaseLimit, func(i int) request {
 		return request{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
 	}, nil)
-	cancel()
 	rd.Creates = &cr
 	if cr.FirstError != nil {
 		p.fail(rd, "creates", *cr.FirstError)
 	}
 	if rest := p.n - p.creates; rest > 0 && !cr.Aborted {
-		phaseCtx, cancel := context.WithTimeout(p.ctx, p.phaseLimit)
 		log.Printf("round %d: %d more creates (setup)", rd.Round, rest)
-		pop := p.c.phase(phaseCtx, "populate", rest, p.conc, func(i int) request {
+		pop := p.c.phase(p.ctx, "populate", rest, p.conc, p.phaseLimit, func(i int) request {
 			return request{http.MethodPost, coll, bodies[p.creates+i], []int{http.StatusCreated}}
 		}, nil)
-		cancel()
 		rd.Populate = &pop
 		if pop.FirstError != nil {
 			p.fail(rd, "populate", *pop.FirstError)
@@ -696,12 +692,11 @@ func (p *pathsRun) round(rd *pathsRound) error {
 		return p.ctx.Err()
 	}
 	// Row 1: sequential GETs of single objects, spread over the n.
-	phaseCtx, cancel = context.WithTimeout(p.ctx, p.phaseLimit)
 	log.Printf("round %d: %d sequential GETs", rd.Round, p.gets)
 	stride := max(1, p.n/p.gets)
 	var wrong atomic.Int64
 	var firstWrong atomic.Value
-	g := p.c.phase(phaseCtx, "gets", p.gets, 1, func(i int) request {
+	g := p.c.phase(p.ctx, "gets", p.gets, 1, p.phaseLimit, func(i int) request {
 		return request{http.MethodGet, coll + "/" + itemName((i*stride)%p.n), nil, []int{http.StatusOK}}
 	}, func(i int, ok bool, b []byte) {
 		if !ok {
@@ -719,7 +714,6 @@ func (p *pathsRun) round(rd *pathsRound) error {
 			firstWrong.CompareAndSwap(nil, fmt.Sprintf("GET of %s answered %s %q (%v)", itemName((i*stride)%p.n), o.Kind, o.Metadata.Name, err))
 		}
 	})
-	cancel()
 	rd.Gets = &g
 	if g.FirstError != nil {
 		p.fail(rd, "gets", *g.FirstError)
@@ -1154,11 +1148,9 @@ func (p *pathsRun) convRow(rd *pathsRound, roundCRDs *[]string) {
 	for i := range bodies {
 		bodies[i] = crontabBody(group, "crontab-"+strconv.Itoa(100000 + i)[1:], i)
 	}
-	phaseCtx, cancel := context.WithTimeout(p.ctx, p.phaseLimit)
-	pop := p.c.phase(phaseCtx, "conv-populate", p.n, p.conc, func(i int) request {
+	pop := p.c.phase(p.ctx, "conv-populate", p.n, p.conc, p.phaseLimit, func(i int) request {
 		return request{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
 	}, nil)
-	cancel()
 	cv.Populate = &pop
 	if pop.FirstError != nil || pop.Aborted {
 		f := failure{Error: "not all CronTabs could be created"}

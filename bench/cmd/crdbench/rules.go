@@ -237,7 +237,7 @@ func runRules(args []string) error {
 			target := base + "/apis/" + c.group + "/v1beta1/namespaces/" + ns + "/crontabs"
 			label := fmt.Sprintf("populate-%s-%d", strings.ToLower(c.conversion), r+1)
 			log.Printf("%s: %d creates", label, *n)
-			p := l.phase(ctx, label, *n, *conc, func(i int) request {
+			p := l.phase(ctx, label, *n, *conc, 0, func(i int) request {
 				return request{http.MethodPost, target, bodies[i], []int{http.StatusCreated}}
 			}, nil)
 			res.Phases = append(res.Phases, p)

@@ -40,10 +40,15 @@ type phase struct {
 
 // run is the one concurrent runner of every workload: it calls op(ctx, i)
 // for i from 0 to n-1 on conc workers, op timing its own request, until all
-// ran or ctx ends (the phase is then aborted). With giveUp > 0 it also
-// aborts when the first giveUp calls all failed: the server cannot do it at
-// all.
-func run(ctx context.Context, name string, n, conc, giveUp int, op func(ctx context.Context, i int) (time.Duration, *failure)) phase {
+// ran, or ctx ends or limit (if > 0) passes: the phase is then aborted. With
+// giveUp > 0 it also aborts when the first giveUp calls all failed: the
+// server cannot do it at all.
+func run(ctx context.Context, name string, n, conc, giveUp int, limit time.Duration, op func(ctx context.Context, i int) (time.Duration, *failure)) phase {
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
 	lat := make([]time.Duration, n)
 	done := make([]bool, n)
 	var (
@@ -111,10 +116,10 @@ type request struct {
 	want        []int
 }
 
-// phase sends n requests (req(i)) over conc workers with run; after, if
-// set, gets each answer and whether it succeeded.
-func (c *client) phase(ctx context.Context, name string, n, conc int, req func(i int) request, after func(i int, ok bool, b []byte)) phase {
-	return run(ctx, name, n, conc, 10, func(ctx context.Context, i int) (time.Duration, *failure) {
+// phase sends n requests (req(i)) over conc workers with run, within limit
+// (if > 0); after, if set, gets each answer and whether it succeeded.
+func (c *client) phase(ctx context.Context, name string, n, conc int, limit time.Duration, req func(i int) request, after func(i int, ok bool, b []byte)) phase {
+	return run(ctx, name, n, conc, 10, limit, func(ctx context.Context, i int) (time.Duration, *failure) {
 		r := req(i)
 		t0 := time.Now()
 		code, b, err := c.do(ctx, r.method, r.url, r.body)
