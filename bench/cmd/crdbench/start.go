@@ -121,15 +121,11 @@ func runStart(args []string) error {
 	if len(cmdline) == 0 {
 		return errors.New("start: give the command to launch after --")
 	}
-	u, err := checkLoopback(*readyz)
+	c, err := connect(*readyz, t, 1)
 	if err != nil {
 		return err
 	}
-	client, err := newClient(u, t, 1)
-	if err != nil {
-		return err
-	}
-	client.Timeout = time.Second
+	c.hc.Timeout = time.Second
 	res := &startResult{Name: *name, Command: cmdline, IdleSec: idle.Seconds()}
 	fail := func(err error) error {
 		res.Error = err.Error()
@@ -191,7 +187,7 @@ func runStart(args []string) error {
 	var ready time.Time
 	for {
 		res.Polls++
-		if resp, err := client.Get(*readyz); err == nil {
+		if resp, err := c.hc.Get(*readyz); err == nil {
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(b)) == "ok" {
