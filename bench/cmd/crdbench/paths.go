@@ -1424,12 +1424,7 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 		"round in brackets; ratios are crdserver ÷ reference of the medians. A row that failed in any round shows no figure. "+
 		"Every request goes over HTTPS and HTTP/2 with the admin client certificate; crdbench runs on the same cores as the servers.\n\n",
 		strings.Join(rounds, ", "), pathsDomain, pathsLabel+"=<run>", webhookCRDName, first.Namespace)
-	t := newTable("#", "metric", "crdserver", "reference", "ratio")
-	row := func(no, metric string, cv, rv val) { t.row(no, metric, cv, rv, ratio(cv, rv)) }
-	rowNR := func(no, metric string, cv, rv val) { t.row(no, metric, cv, rv, "–") }
-	both := func(rows []string, f func(*pathsRound) (float64, bool), prec int, unit string) (val, val) {
-		return c.cell(rows, f, prec, unit), r.cell(rows, f, prec, unit)
-	}
+	t := pathsTable{newTable("#", "metric", "crdserver", "reference", "ratio"), c, r}
 
 	// 1. GETs.
 	gets := func(rd *pathsRound) *phase { return rd.Gets }
@@ -1437,22 +1432,16 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 	p50 := func(p *phase) float64 { return p.P50Ms }
 	p99 := func(p *phase) float64 { return p.P99Ms }
 	g := pathsRows("gets")
-	cv, rv := both(g, phaseFig(gets, perSec), 0, " req/s")
-	row("1", fmt.Sprintf("%s sequential GETs of single objects: throughput", commas(first.Gets)), cv, rv)
-	cv, rv = both(g, phaseFig(gets, p50), 2, " ms")
-	row("1", "… p50", cv, rv)
-	cv, rv = both(g, phaseFig(gets, p99), 2, " ms")
-	row("1", "… p99", cv, rv)
+	t.fig("1", fmt.Sprintf("%s sequential GETs of single objects: throughput", commas(first.Gets)), g, phaseFig(gets, perSec), 0, " req/s")
+	t.fig("1", "… p50", g, phaseFig(gets, p50), 2, " ms")
+	t.fig("1", "… p99", g, phaseFig(gets, p99), 2, " ms")
 
 	// 2. Creates.
 	creates := func(rd *pathsRound) *phase { return rd.Creates }
 	cr := pathsRows("creates")
-	cv, rv = both(cr, phaseFig(creates, perSec), 0, " req/s")
-	row("2", fmt.Sprintf("%s creates (%s-byte bodies) from %d workers sharing one HTTP/2 connection: throughput", commas(first.Creates), commas(first.BodyBytes), first.Concurrency), cv, rv)
-	cv, rv = both(cr, phaseFig(creates, p50), 2, " ms")
-	row("2", "… p50", cv, rv)
-	cv, rv = both(cr, phaseFig(creates, p99), 2, " ms")
-	row("2", "… p99", cv, rv)
+	t.fig("2", fmt.Sprintf("%s creates (%s-byte bodies) from %d workers sharing one HTTP/2 connection: throughput", commas(first.Creates), commas(first.BodyBytes), first.Concurrency), cr, phaseFig(creates, perSec), 0, " req/s")
+	t.fig("2", "… p50", cr, phaseFig(creates, p50), 2, " ms")
+	t.fig("2", "… p99", cr, phaseFig(creates, p99), 2, " ms")
 
 	// 3. Full list with gzip.
 	l := pathsRows("list")
@@ -1464,12 +1453,9 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 			return f(rd.Lists[len(rd.Lists)-1]), true
 		}
 	}
-	cv, rv = both(l, func(rd *pathsRound) (float64, bool) { return rd.ListMedianMs, rd.ListMedianMs > 0 }, 1, " ms")
-	row("3", fmt.Sprintf("full list of %s objects, `Accept-Encoding: gzip`, until read and decompressed (median of %d per round)", nObj, first.Lists), cv, rv)
-	cv, rv = both(l, lastList(func(s gzipList) float64 { return float64(s.WireBytes) / 1e6 }), 2, " MB")
-	row("3", "… bytes on the wire", cv, rv)
-	cv, rv = both(l, lastList(func(s gzipList) float64 { return float64(s.Bytes) / 1e6 }), 2, " MB")
-	row("3", "… decompressed", cv, rv)
+	t.fig("3", fmt.Sprintf("full list of %s objects, `Accept-Encoding: gzip`, until read and decompressed (median of %d per round)", nObj, first.Lists), l, func(rd *pathsRound) (float64, bool) { return rd.ListMedianMs, rd.ListMedianMs > 0 }, 1, " ms")
+	t.fig("3", "… bytes on the wire", l, lastList(func(s gzipList) float64 { return float64(s.WireBytes) / 1e6 }), 2, " MB")
+	t.fig("3", "… decompressed", l, lastList(func(s gzipList) float64 { return float64(s.Bytes) / 1e6 }), 2, " MB")
 	enc := func(s pathsSide) string {
 		if s.res == nil {
 			return s.why
@@ -1503,27 +1489,22 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 			return f(rd.Walks[len(rd.Walks)-1]), true
 		}
 	}
-	cv, rv = both(w, func(rd *pathsRound) (float64, bool) { return rd.WalkMedianMs, rd.WalkMedianMs > 0 }, 1, " ms")
-	row("4", fmt.Sprintf("paged list, `limit=%d`, walk of all %s objects by `continue` (gzip as above): time per walk (median of %d per round)", first.PageLimit, nObj, first.Walks), cv, rv)
-	cv, rv = both(w, func(rd *pathsRound) (float64, bool) {
+	t.fig("4", fmt.Sprintf("paged list, `limit=%d`, walk of all %s objects by `continue` (gzip as above): time per walk (median of %d per round)", first.PageLimit, nObj, first.Walks), w, func(rd *pathsRound) (float64, bool) { return rd.WalkMedianMs, rd.WalkMedianMs > 0 }, 1, " ms")
+	t.fig("4", "… of which in the pages' requests (the rest is crdbench decoding each page for its `continue`)", w, func(rd *pathsRound) (float64, bool) {
 		var v []float64
 		for _, x := range rd.Walks {
 			v = append(v, x.RequestMs)
 		}
 		return median(v), len(v) > 0
 	}, 1, " ms")
-	row("4", "… of which in the pages' requests (the rest is crdbench decoding each page for its `continue`)", cv, rv)
-	cv, rv = both(w, lastWalk(func(x pageWalk) float64 { return x.MaxPageMs }), 1, " ms")
-	row("4", "… slowest page of a walk", cv, rv)
-	cv, rv = both(w, lastWalk(func(x pageWalk) float64 { return float64(x.Pages) }), 0, "")
-	rowNR("4", "… pages per walk", cv, rv)
-	cv, rv = both(w, lastWalk(func(x pageWalk) float64 { return float64(x.Items) }), 0, "")
-	rowNR("4", "… items checked per walk (each once)", cv, rv)
+	t.fig("4", "… slowest page of a walk", w, lastWalk(func(x pageWalk) float64 { return x.MaxPageMs }), 1, " ms")
+	t.figNR("4", "… pages per walk", w, lastWalk(func(x pageWalk) float64 { return float64(x.Pages) }), 0, "")
+	t.figNR("4", "… items checked per walk (each once)", w, lastWalk(func(x pageWalk) float64 { return float64(x.Items) }), 0, "")
 
 	// 5. Watch fan-out.
 	for _, nw := range first.Watchers {
 		key := pathsRows(fmt.Sprintf("watch-%d", nw))
-		fig := func(f func(*watchRun) float64) func(*pathsRound) (float64, bool) {
+		of := func(f func(*watchRun) float64) func(*pathsRound) (float64, bool) {
 			return func(rd *pathsRound) (float64, bool) {
 				x := watchOf(rd, nw)
 				if x == nil || x.Delivered == 0 {
@@ -1533,14 +1514,10 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 			}
 		}
 		conns := (nw + first.WatchersPerConn - 1) / first.WatchersPerConn
-		cv, rv = both(key, fig(func(x *watchRun) float64 { return x.P99Ms }), 1, " ms")
-		row("5", fmt.Sprintf("watch fan-out, **%s watchers** (%d HTTP/2 connection(s)), %d patches one every %.0f ms: delivery delay p99", commas(nw), conns, first.WatchUpdates, first.WatchIntervalMs), cv, rv)
-		cv, rv = both(key, fig(func(x *watchRun) float64 { return x.P50Ms }), 1, " ms")
-		row("5", "… p50", cv, rv)
-		cv, rv = both(key, fig(func(x *watchRun) float64 { return x.MaxMs }), 1, " ms")
-		row("5", "… max", cv, rv)
-		cv, rv = both(key, fig(func(x *watchRun) float64 { return x.WriteP50Ms }), 1, " ms")
-		row("5", "… the patches themselves, p50", cv, rv)
+		t.fig("5", fmt.Sprintf("watch fan-out, **%s watchers** (%d HTTP/2 connection(s)), %d patches one every %.0f ms: delivery delay p99", commas(nw), conns, first.WatchUpdates, first.WatchIntervalMs), key, of(func(x *watchRun) float64 { return x.P99Ms }), 1, " ms")
+		t.fig("5", "… p50", key, of(func(x *watchRun) float64 { return x.P50Ms }), 1, " ms")
+		t.fig("5", "… max", key, of(func(x *watchRun) float64 { return x.MaxMs }), 1, " ms")
+		t.fig("5", "… the patches themselves, p50", key, of(func(x *watchRun) float64 { return x.WriteP50Ms }), 1, " ms")
 		// Missed deliveries: shown even for failed rounds (they are the failure).
 		missed := func(s pathsSide) val {
 			if s.res == nil {
@@ -1563,108 +1540,12 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 			}
 			return v
 		}
-		rowNR("5", "… deliveries missed, duplicated or unexpected, all rounds (must be 0)", missed(c), missed(r))
+		t.pairNR("5", "… deliveries missed, duplicated or unexpected, all rounds (must be 0)", missed(c), missed(r))
 	}
 
 	// 6. Conversion webhook.
 	if first.Conversion {
-		convFig := func(f func(*convPaths) (float64, bool)) func(*pathsRound) (float64, bool) {
-			return func(rd *pathsRound) (float64, bool) {
-				if rd.Conv == nil {
-					return 0, false
-				}
-				return f(rd.Conv)
-			}
-		}
-		listFig := func(get func(*convPaths) *convListRun, f func(*convListRun) float64) func(*pathsRound) (float64, bool) {
-			return convFig(func(cv *convPaths) (float64, bool) {
-				l := get(cv)
-				if l == nil {
-					return 0, false
-				}
-				return f(l), true
-			})
-		}
-		listMs := func(l *convListRun) float64 { return l.UntilOKMs }
-		calls := func(s pathsSide, rows []string, get func(*convPaths) *convListRun) val {
-			calls, _, _, _, why := s.roundStat(rows, listFig(get, func(l *convListRun) float64 { return float64(l.Webhook.Calls) }))
-			if why != "" {
-				return none(why)
-			}
-			objs, _, _, _, _ := s.roundStat(rows, listFig(get, func(l *convListRun) float64 { return float64(l.Webhook.Objects) }))
-			return label(fmt.Sprintf("%s calls, %s objects", commas(int(calls)), commas(int(objs))))
-		}
-		setup := pathsRows("conv-setup")
-		edit := pathsRows("conv-setup", "conv-edit")
-		flip := pathsRows("conv-setup", "conv-edit", "conv-flip")
-		firstL := func(cv *convPaths) *convListRun { return cv.First }
-		warmL := func(cv *convPaths) *convListRun { return cv.Warm }
-		editL := func(cv *convPaths) *convListRun {
-			if cv.Edit == nil {
-				return nil
-			}
-			return cv.Edit.List
-		}
-		noneL := func(cv *convPaths) *convListRun {
-			if cv.ToNone == nil {
-				return nil
-			}
-			return cv.ToNone.List
-		}
-		flipL := func(cv *convPaths) *convListRun {
-			if cv.Flip == nil {
-				return nil
-			}
-			return cv.Flip.List
-		}
-		untilOK := func(l *convListRun) float64 { return l.UntilOKMs }
-		attempts := func(l *convListRun) float64 { return float64(l.Attempts) }
-		changeFig := func(get func(*convPaths) *convChange, f func(*convChange) float64) func(*pathsRound) (float64, bool) {
-			return convFig(func(cv *convPaths) (float64, bool) {
-				ch := get(cv)
-				if ch == nil {
-					return 0, false
-				}
-				return f(ch), true
-			})
-		}
-		editC := func(cv *convPaths) *convChange { return cv.Edit }
-		flipC := func(cv *convPaths) *convChange { return cv.Flip }
-		for _, x := range []struct {
-			what   string
-			rows   []string
-			list   func(*convPaths) *convListRun
-			change func(*convPaths) *convChange
-			seen   string
-		}{
-			{"**first list as v1 through the webhook after a CRD edit** (a printer column added to v1; conversion untouched): " + nObj + " CronTabs stored in v1beta1",
-				edit, editL, editC, "the Table of one object has the new column"},
-			{"**first list as v1 after a flip None → Webhook** (back to exactly the conversion of before)",
-				flip, flipL, flipC, "one object's v1 has `host` again"},
-		} {
-			c1, r1 := firstGetCell(c, x.rows, x.list), firstGetCell(r, x.rows, x.list)
-			row("6", x.what+": the first GET, no retry", c1, r1)
-			cv, rv = both(x.rows, listFig(x.list, untilOK), 1, " ms")
-			row("6", "… until a 200 list, a 429 retried after its Retry-After as client-go does", cv, rv)
-			cv, rv = both(x.rows, listFig(x.list, attempts), 0, "")
-			rowNR("6", "… GETs until that 200", cv, rv)
-			rowNR("6", "… webhook calls from the first GET to the 200", calls(c, x.rows, x.list), calls(r, x.rows, x.list))
-			cv, rv = both(x.rows, listFig(x.list, func(l *convListRun) float64 { return l.Webhook.BusyMs }), 1, " ms")
-			row("6", "… time in the example webhook's handler meanwhile (in crdbench; summed over its calls)", cv, rv)
-			cv, rv = both(x.rows, changeFig(x.change, func(ch *convChange) float64 { return ch.ObservedMs }), 0, " ms")
-			row("6", "… before it: the PUT sent → a GET of the CRD shows the change, Established (polled every 10 ms)", cv, rv)
-			cv, rv = both(x.rows, changeFig(x.change, func(ch *convChange) float64 { return ch.ServedMs }), 0, " ms")
-			row("6", "… the PUT sent → "+x.seen+" (polled every 10 ms; then the list)", cv, rv)
-		}
-		row("6", "(for reference) the list as v1 while the conversion was None, just before the flip: the first GET", firstGetCell(c, flip, noneL), firstGetCell(r, flip, noneL))
-		cv, rv = both(flip, listFig(noneL, untilOK), 1, " ms")
-		row("6", "… until a 200", cv, rv)
-		cv, rv = both(setup, listFig(firstL, listMs), 1, " ms")
-		row("6", "(for reference) the first list as v1 after the creates, before any edit", cv, rv)
-		rowNR("6", "… webhook calls during it", calls(c, setup, firstL), calls(r, setup, firstL))
-		cv, rv = both(setup, listFig(warmL, listMs), 1, " ms")
-		row("6", "(for reference) the next list as v1 (warm), before the edit", cv, rv)
-		rowNR("6", "… webhook calls during it", calls(c, setup, warmL), calls(r, setup, warmL))
+		t.convRows(nObj)
 	}
 	// 7. Deleting the CRD.
 	d := pathsRows("delete")
@@ -1676,45 +1557,188 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 			return f(rd.Delete), true
 		}
 	}
-	cv, rv = both(d, delFig(func(x *crdDeletion) float64 { return x.GoneMs / 1000 }), 2, " s")
-	row("7", fmt.Sprintf("DELETE of a CRD holding %s objects → GET of the CRD answers 404", nObj), cv, rv)
-	cv, rv = both(d, delFig(func(x *crdDeletion) float64 { return x.CollectionGoneMs / 1000 }), 2, " s")
-	row("7", "… → GET of its collection answers 404", cv, rv)
+	t.fig("7", fmt.Sprintf("DELETE of a CRD holding %s objects → GET of the CRD answers 404", nObj), d, delFig(func(x *crdDeletion) float64 { return x.GoneMs / 1000 }), 2, " s")
+	t.fig("7", "… → GET of its collection answers 404", d, delFig(func(x *crdDeletion) float64 { return x.CollectionGoneMs / 1000 }), 2, " s")
 
 	// 8. First create after Established.
 	fc := pathsRows("first-create")
-	cv, rv = both(fc, func(rd *pathsRound) (float64, bool) { return rd.FirstCreateMs, len(rd.FirstCreates) > 0 }, 1, " ms")
-	row("8", fmt.Sprintf("first create after Established: Established seen (polled every 10 ms) → 201, retrying 404/429/503 every 10 ms (median of %d fresh CRDs per round)", first.FreshCRDs), cv, rv)
-	cv, rv = both(fc, func(rd *pathsRound) (float64, bool) {
+	t.fig("8", fmt.Sprintf("first create after Established: Established seen (polled every 10 ms) → 201, retrying 404/429/503 every 10 ms (median of %d fresh CRDs per round)", first.FreshCRDs), fc, func(rd *pathsRound) (float64, bool) { return rd.FirstCreateMs, len(rd.FirstCreates) > 0 }, 1, " ms")
+	t.figNR("8", "… attempts until 201 (most in a round)", fc, func(rd *pathsRound) (float64, bool) {
 		mx := 0
 		for _, x := range rd.FirstCreates {
 			mx = max(mx, x.Attempts)
 		}
 		return float64(mx), len(rd.FirstCreates) > 0
 	}, 0, "")
-	rowNR("8", "… attempts until 201 (most in a round)", cv, rv)
-	cv, rv = both(fc, func(rd *pathsRound) (float64, bool) {
+	t.fig("8", "… (for reference) the CRD's POST → Established seen", fc, func(rd *pathsRound) (float64, bool) {
 		var v []float64
 		for _, x := range rd.FirstCreates {
 			v = append(v, x.EstablishedMs)
 		}
 		return median(v), len(v) > 0
 	}, 1, " ms")
-	row("8", "… (for reference) the CRD's POST → Established seen", cv, rv)
 
 	// 9. Memory.
 	m := pathsRows("rss")
 	rssFig := func(f func(*pathsRound) float64) func(*pathsRound) (float64, bool) {
 		return func(rd *pathsRound) (float64, bool) { return f(rd), len(rd.RSS) > 0 }
 	}
-	cv, rv = both(m, rssFig(func(rd *pathsRound) float64 { return rd.RSSMiB }), 1, " MiB")
-	row("9", fmt.Sprintf("RSS with %s objects of %s-byte create bodies stored, %.0f s after the creates (%s)", nObj, commas(first.BodyBytes), first.RSSSettleSec, strings.Join(rss, "; ")), cv, rv)
-	cv, rv = both(m, rssFig(func(rd *pathsRound) float64 { return rd.RSSBeforeMiB }), 1, " MiB")
-	row("9", "… RSS just before the creates (the CRD Established; earlier rounds' objects deleted)", cv, rv)
-	cv, rv = both(m, rssFig(func(rd *pathsRound) float64 { return rd.RSSMiB - rd.RSSBeforeMiB }), 1, " MiB")
-	row("9", "… increase over the creates", cv, rv)
+	t.fig("9", fmt.Sprintf("RSS with %s objects of %s-byte create bodies stored, %.0f s after the creates (%s)", nObj, commas(first.BodyBytes), first.RSSSettleSec, strings.Join(rss, "; ")), m, rssFig(func(rd *pathsRound) float64 { return rd.RSSMiB }), 1, " MiB")
+	t.fig("9", "… RSS just before the creates (the CRD Established; earlier rounds' objects deleted)", m, rssFig(func(rd *pathsRound) float64 { return rd.RSSBeforeMiB }), 1, " MiB")
+	t.fig("9", "… increase over the creates", m, rssFig(func(rd *pathsRound) float64 { return rd.RSSMiB - rd.RSSBeforeMiB }), 1, " MiB")
 	p("%s\n", t)
 
+	pathsNotes(p, r, first, nObj)
+
+	pathsRounds(p, c, r, first)
+	for _, x := range sides {
+		if x.s.res == nil {
+			continue
+		}
+		res := x.s.res
+		p("- %s (%s, %s, run `%s`): load average (1/5/15 min) %s at the start, %s at the end", x.name, res.Server, res.Protocol, res.RunID, res.LoadStart, res.LoadEnd)
+		if len(res.Cleanup) > 0 {
+			p("; cleanup: %s", strings.Join(res.Cleanup, "; "))
+		}
+		p(".\n")
+	}
+	p("\n")
+
+	for _, x := range sides {
+		if x.s.res == nil {
+			continue
+		}
+		if x.s.res.Error != "" {
+			fails = append(fails, fmt.Sprintf("- %s paths: %s\n", x.name, x.s.res.Error))
+		}
+		fails = append(fails, failureLines(x.name+" paths,", x.s.res.Failures)...)
+	}
+	return fails
+}
+
+// pathsTable is the table of the paths section: both servers' figures side
+// by side, each the median over the rounds.
+type pathsTable struct {
+	*table
+	c, r pathsSide
+}
+
+func (t pathsTable) pair(no, metric string, cv, rv val)   { t.row(no, metric, cv, rv, ratio(cv, rv)) }
+func (t pathsTable) pairNR(no, metric string, cv, rv val) { t.row(no, metric, cv, rv, "–") }
+
+func (t pathsTable) both(rows []string, f func(*pathsRound) (float64, bool), prec int, unit string) (val, val) {
+	return t.c.cell(rows, f, prec, unit), t.r.cell(rows, f, prec, unit)
+}
+
+// fig and figNR are a row of both servers' figure f over the rounds, with
+// and without their ratio.
+func (t pathsTable) fig(no, metric string, rows []string, f func(*pathsRound) (float64, bool), prec int, unit string) {
+	cv, rv := t.both(rows, f, prec, unit)
+	t.pair(no, metric, cv, rv)
+}
+
+func (t pathsTable) figNR(no, metric string, rows []string, f func(*pathsRound) (float64, bool), prec int, unit string) {
+	cv, rv := t.both(rows, f, prec, unit)
+	t.pairNR(no, metric, cv, rv)
+}
+
+// convRows are row 6 of the paths table: the first lists through the
+// conversion webhook after a CRD edit and after a flip None → Webhook.
+func (t pathsTable) convRows(nObj string) {
+	c, r := t.c, t.r
+	convFig := func(f func(*convPaths) (float64, bool)) func(*pathsRound) (float64, bool) {
+		return func(rd *pathsRound) (float64, bool) {
+			if rd.Conv == nil {
+				return 0, false
+			}
+			return f(rd.Conv)
+		}
+	}
+	listFig := func(get func(*convPaths) *convListRun, f func(*convListRun) float64) func(*pathsRound) (float64, bool) {
+		return convFig(func(cv *convPaths) (float64, bool) {
+			l := get(cv)
+			if l == nil {
+				return 0, false
+			}
+			return f(l), true
+		})
+	}
+	listMs := func(l *convListRun) float64 { return l.UntilOKMs }
+	calls := func(s pathsSide, rows []string, get func(*convPaths) *convListRun) val {
+		calls, _, _, _, why := s.roundStat(rows, listFig(get, func(l *convListRun) float64 { return float64(l.Webhook.Calls) }))
+		if why != "" {
+			return none(why)
+		}
+		objs, _, _, _, _ := s.roundStat(rows, listFig(get, func(l *convListRun) float64 { return float64(l.Webhook.Objects) }))
+		return label(fmt.Sprintf("%s calls, %s objects", commas(int(calls)), commas(int(objs))))
+	}
+	setup := pathsRows("conv-setup")
+	edit := pathsRows("conv-setup", "conv-edit")
+	flip := pathsRows("conv-setup", "conv-edit", "conv-flip")
+	firstL := func(cv *convPaths) *convListRun { return cv.First }
+	warmL := func(cv *convPaths) *convListRun { return cv.Warm }
+	editL := func(cv *convPaths) *convListRun {
+		if cv.Edit == nil {
+			return nil
+		}
+		return cv.Edit.List
+	}
+	noneL := func(cv *convPaths) *convListRun {
+		if cv.ToNone == nil {
+			return nil
+		}
+		return cv.ToNone.List
+	}
+	flipL := func(cv *convPaths) *convListRun {
+		if cv.Flip == nil {
+			return nil
+		}
+		return cv.Flip.List
+	}
+	untilOK := func(l *convListRun) float64 { return l.UntilOKMs }
+	attempts := func(l *convListRun) float64 { return float64(l.Attempts) }
+	changeFig := func(get func(*convPaths) *convChange, f func(*convChange) float64) func(*pathsRound) (float64, bool) {
+		return convFig(func(cv *convPaths) (float64, bool) {
+			ch := get(cv)
+			if ch == nil {
+				return 0, false
+			}
+			return f(ch), true
+		})
+	}
+	editC := func(cv *convPaths) *convChange { return cv.Edit }
+	flipC := func(cv *convPaths) *convChange { return cv.Flip }
+	for _, x := range []struct {
+		what   string
+		rows   []string
+		list   func(*convPaths) *convListRun
+		change func(*convPaths) *convChange
+		seen   string
+	}{
+		{"**first list as v1 through the webhook after a CRD edit** (a printer column added to v1; conversion untouched): " + nObj + " CronTabs stored in v1beta1",
+			edit, editL, editC, "the Table of one object has the new column"},
+		{"**first list as v1 after a flip None → Webhook** (back to exactly the conversion of before)",
+			flip, flipL, flipC, "one object's v1 has `host` again"},
+	} {
+		c1, r1 := firstGetCell(c, x.rows, x.list), firstGetCell(r, x.rows, x.list)
+		t.pair("6", x.what+": the first GET, no retry", c1, r1)
+		t.fig("6", "… until a 200 list, a 429 retried after its Retry-After as client-go does", x.rows, listFig(x.list, untilOK), 1, " ms")
+		t.figNR("6", "… GETs until that 200", x.rows, listFig(x.list, attempts), 0, "")
+		t.pairNR("6", "… webhook calls from the first GET to the 200", calls(c, x.rows, x.list), calls(r, x.rows, x.list))
+		t.fig("6", "… time in the example webhook's handler meanwhile (in crdbench; summed over its calls)", x.rows, listFig(x.list, func(l *convListRun) float64 { return l.Webhook.BusyMs }), 1, " ms")
+		t.fig("6", "… before it: the PUT sent → a GET of the CRD shows the change, Established (polled every 10 ms)", x.rows, changeFig(x.change, func(ch *convChange) float64 { return ch.ObservedMs }), 0, " ms")
+		t.fig("6", "… the PUT sent → "+x.seen+" (polled every 10 ms; then the list)", x.rows, changeFig(x.change, func(ch *convChange) float64 { return ch.ServedMs }), 0, " ms")
+	}
+	t.pair("6", "(for reference) the list as v1 while the conversion was None, just before the flip: the first GET", firstGetCell(c, flip, noneL), firstGetCell(r, flip, noneL))
+	t.fig("6", "… until a 200", flip, listFig(noneL, untilOK), 1, " ms")
+	t.fig("6", "(for reference) the first list as v1 after the creates, before any edit", setup, listFig(firstL, listMs), 1, " ms")
+	t.pairNR("6", "… webhook calls during it", calls(c, setup, firstL), calls(r, setup, firstL))
+	t.fig("6", "(for reference) the next list as v1 (warm), before the edit", setup, listFig(warmL, listMs), 1, " ms")
+	t.pairNR("6", "… webhook calls during it", calls(c, setup, warmL), calls(r, setup, warmL))
+}
+
+// pathsNotes says how each row of the paths table was measured.
+func pathsNotes(p func(string, ...any), r pathsSide, first *pathsResult, nObj string) {
 	// How each row was measured.
 	p("How each row was measured (numbers are the rows'):\n\n")
 	p("- **1** %s GETs of single objects, one after another on one connection, spread over the %s objects.\n", commas(first.Gets), nObj)
@@ -1750,13 +1774,19 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 	p("- **8** %d fresh CRDs per round, one after another: each is created, polled every 10 ms until Established=True, then one object is POSTed at once, and again every 10 ms while the answer is 404, 429 or 503, until 201; "+
 		"the time is from seeing Established to the 201 (any other answer fails the row).\n", first.FreshCRDs)
 	p("\n")
+}
 
-	// Round by round.
+// pathsRounds writes the paths figures round by round.
+func pathsRounds(p func(string, ...any), c, r pathsSide, first *pathsResult) {
+	sides := []struct {
+		name string
+		s    pathsSide
+	}{{"crdserver", c}, {"reference", r}}
 	head := []string{"server", "round", "creates/s", "list (gzip)", "walk"}
 	for _, nw := range first.Watchers {
 		head = append(head, "watch p99, "+commas(nw))
 	}
-	t = newTable(append(head, "CRD delete → collection 404", "first create", "edit → first list", "flip → first list", "RSS", "wall", "load after")...)
+	t := newTable(append(head, "CRD delete → collection 404", "first create", "edit → first list", "flip → first list", "RSS", "wall", "load after")...)
 	f1 := func(v float64, ok bool, unit string) string {
 		if !ok {
 			return "–"
@@ -1804,29 +1834,6 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 		}
 	}
 	p("%s\n", t)
-	for _, x := range sides {
-		if x.s.res == nil {
-			continue
-		}
-		res := x.s.res
-		p("- %s (%s, %s, run `%s`): load average (1/5/15 min) %s at the start, %s at the end", x.name, res.Server, res.Protocol, res.RunID, res.LoadStart, res.LoadEnd)
-		if len(res.Cleanup) > 0 {
-			p("; cleanup: %s", strings.Join(res.Cleanup, "; "))
-		}
-		p(".\n")
-	}
-	p("\n")
-
-	for _, x := range sides {
-		if x.s.res == nil {
-			continue
-		}
-		if x.s.res.Error != "" {
-			fails = append(fails, fmt.Sprintf("- %s paths: %s\n", x.name, x.s.res.Error))
-		}
-		fails = append(fails, failureLines(x.name+" paths,", x.s.res.Failures)...)
-	}
-	return fails
 }
 
 func convEdit(cv *convPaths) *convChange {
