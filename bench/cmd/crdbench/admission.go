@@ -367,66 +367,12 @@ func runAdmission(args []string) error {
 	defer hsrv.Close()
 	res.WebhookURL = hookBase + "/"
 
-	// One request, bounded by the run's context and a time limit.
-	do := func(method, url string, body []byte, limit time.Duration) (int, []byte, error) {
-		rctx, cancel := context.WithTimeout(ctx, limit)
-		defer cancel()
-		return c.do(rctx, method, url, body)
-	}
-	fail := func(phaseName, method, url string, code int, b []byte, err error) {
-		res.Failures = append(res.Failures, *c.fail(phaseName, method, url, code, b, err))
-	}
-
-	// What crdbench created, to remove at the end: admission objects in
-	// creation order (removed in reverse), then the namespace and CRD.
-	var created []string
-	has := func(url string) bool { return slices.Contains(created, url) }
-	createObj := func(phaseName, collURL, objName string, body []byte) error {
-		code, b, err := do(http.MethodPost, collURL, body, 30*time.Second)
-		if err != nil || code != http.StatusCreated {
-			fail(phaseName, http.MethodPost, collURL, code, b, err)
-			if code == http.StatusConflict {
-				return fmt.Errorf("%s already exists: not touching it", strings.TrimPrefix(collURL+"/"+objName, base))
-			}
-			return fmt.Errorf("%s: could not create %s (HTTP %d)", phaseName, objName, code)
-		}
-		created = append(created, collURL+"/"+objName)
-		return nil
-	}
-	deleteObj := func(phaseName, url string) error {
-		code, b, err := do(http.MethodDelete, url, nil, 30*time.Second)
-		if err != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
-			fail(phaseName, http.MethodDelete, url, code, b, err)
-			return fmt.Errorf("%s: could not delete %s (HTTP %d)", phaseName, strings.TrimPrefix(url, base), code)
-		}
-		created = slices.DeleteFunc(created, func(s string) bool { return s == url })
-		return nil
-	}
+	a := &admRun{ctx: ctx, c: c, res: res, hook: hook, caPEM: certPEM, coll: coll, waitFor: *waitFor, maxPolicies: maxPolicies}
+	do, fail := a.do, a.fail
 	nsCreated, crdCreated := false, false
 
 	finish := func(err error) error {
-		// Admission objects: always removed, with a context of their own
-		// (the run's may be cancelled).
-		var removed, left []string
-		for i := len(created) - 1; i >= 0; i-- {
-			u := created[i]
-			rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			code, b, derr := c.do(rctx, http.MethodDelete, u, nil)
-			cancel()
-			if derr != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
-				left = append(left, fmt.Sprintf("%s (HTTP %d %v %s)", strings.TrimPrefix(u, base), code, derr, truncate(b, 200)))
-				continue
-			}
-			removed = append(removed, u[strings.LastIndex(u, "/")+1:])
-		}
-		if len(removed) > 0 || len(left) > 0 {
-			res.Removed = fmt.Sprintf("%d deleted", len(removed))
-			if len(left) > 0 {
-				res.Removed += "; NOT deleted: " + strings.Join(left, ", ")
-				res.Failures = append(res.Failures, failure{Phase: "remove-admission", Error: "left behind: " + strings.Join(left, ", ")})
-			}
-			log.Printf("admission objects: %s", res.Removed)
-		}
+		a.removeAll()
 		if *cleanup {
 			var parts []string
 			if nsCreated {
@@ -528,111 +474,11 @@ func runAdmission(args []string) error {
 		}
 	}
 
-	// probe sends one dry-run create and says whether it was admitted,
-	// whether the webhook saw it, and the answer.
-	probe := func(objName string, size int) (admitted, sawHook bool, code int, body []byte) {
-		before := hook.probes.Load()
-		obj, _ := json.Marshal(map[string]any{"apiVersion": admGroup + "/v1", "kind": "Widget",
-			"metadata": map[string]any{"name": objName}, "spec": map[string]any{"size": size}})
-		code, body, err := do(http.MethodPost, coll+"?dryRun=All", obj, 15*time.Second)
-		if err != nil {
-			return false, false, 0, []byte(err.Error())
-		}
-		return code == http.StatusCreated, hook.probes.Load() > before, code, body
-	}
-	// poll calls check every 50 ms until it holds, within -wait.
-	poll := func(what string, check func() (bool, string)) error {
-		deadline := time.Now().Add(*waitFor)
-		for {
-			ok, last := check()
-			if ok {
-				return nil
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("%s: not within %v (last answer: %s)", what, *waitFor, last)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	describe := func(code int, b []byte) string { return fmt.Sprintf("HTTP %d %s", code, truncate(b, 300)) }
-
-	// configure makes the admission objects those of cf, then waits until
-	// the probes show them in force.
-	hookURL := base + vwcPath + "/" + admHookName
-	configure := func(cf *admConfig) error {
-		for i := range maxPolicies {
-			pURL, bURL := base+vapPath+"/"+admPolicyName(i), base+vapbPath+"/"+admPolicyName(i)
-			switch want := i < cf.Policies; {
-			case want && !has(pURL):
-				if err := createObj("create-policy", base+vapPath, admPolicyName(i), admPolicy(admPolicyName(i), admExpression, "spec.size must be at most 100")); err != nil {
-					return err
-				}
-				if err := createObj("create-binding", base+vapbPath, admPolicyName(i), admBinding(admPolicyName(i))); err != nil {
-					return err
-				}
-			case !want && has(pURL):
-				if err := deleteObj("delete-binding", bURL); err != nil {
-					return err
-				}
-				if err := deleteObj("delete-policy", pURL); err != nil {
-					return err
-				}
-			}
-		}
-		switch {
-		case cf.Webhook && !has(hookURL):
-			if err := createObj("create-webhook-config", base+vwcPath, admHookName, admWebhookConfig(res.WebhookURL, certPEM)); err != nil {
-				return err
-			}
-		case !cf.Webhook && has(hookURL):
-			if err := deleteObj("delete-webhook-config", hookURL); err != nil {
-				return err
-			}
-		}
-		// The probe policy, created after the change: once it denies, the
-		// servers' policy and binding caches hold everything before it.
-		if err := createObj("create-probe-policy", base+vapPath, admProbeName,
-			admPolicy(admProbeName, "object.metadata.name != '"+admProbeObj+"'", "crdbench probe")); err != nil {
-			return err
-		}
-		if err := createObj("create-probe-binding", base+vapbPath, admProbeName, admBinding(admProbeName)); err != nil {
-			return err
-		}
-		if err := poll("the probe policy denies the probe", func() (bool, string) {
-			ok, _, code, b := probe(admProbeObj, 1)
-			return !ok && strings.Contains(string(b), "'"+admProbeName+"'"), describe(code, b)
-		}); err != nil {
-			return err
-		}
-		if err := deleteObj("delete-probe-binding", base+vapbPath+"/"+admProbeName); err != nil {
-			return err
-		}
-		if err := deleteObj("delete-probe-policy", base+vapPath+"/"+admProbeName); err != nil {
-			return err
-		}
-		if err := poll(fmt.Sprintf("the probe is admitted again, through the webhook: %v", cf.Webhook), func() (bool, string) {
-			ok, saw, code, b := probe(admProbeObj, 1)
-			return ok && saw == cf.Webhook, fmt.Sprintf("%s; webhook saw it: %v", describe(code, b), saw)
-		}); err != nil {
-			return err
-		}
-		return poll(fmt.Sprintf("spec.size 101 denied: %v", cf.Policies > 0), func() (bool, string) {
-			ok, _, code, b := probe(admProbeBig, 101)
-			if cf.Policies > 0 {
-				return !ok && strings.Contains(string(b), "ValidatingAdmissionPolicy '"+admPrefix), describe(code, b)
-			}
-			return ok, describe(code, b)
-		})
-	}
-
 	for r := 1; r <= *rounds; r++ {
 		for k := range res.Configs {
 			cf := &res.Configs[k]
 			t0 := time.Now()
-			if err := configure(cf); err != nil {
+			if err := a.configure(cf); err != nil {
 				return finish(fmt.Errorf("round %d, %s: %w", r, cf.Name, err))
 			}
 			rd := admRound{Round: r, SettleSec: math3(time.Since(t0).Seconds())}
@@ -672,24 +518,8 @@ func runAdmission(args []string) error {
 			}
 		}
 	}
-	// Medians over the rounds.
 	for k := range res.Configs {
-		cf := &res.Configs[k]
-		var ps, p50, p99, cpu []float64
-		for _, rd := range cf.Rounds {
-			if rd.Create.Errors > 0 || rd.Create.Aborted {
-				continue
-			}
-			ps, p50, p99 = append(ps, rd.Create.PerSecond), append(p50, rd.Create.P50Ms), append(p99, rd.Create.P99Ms)
-			if rd.CPUPerCreate > 0 {
-				cpu = append(cpu, rd.CPUPerCreate)
-			}
-		}
-		cf.GoodRounds = len(ps)
-		cf.PerSecond, cf.P50Ms, cf.P99Ms = math3(median(ps)), math3(median(p50)), math3(median(p99))
-		if len(cpu) == len(ps) {
-			cf.CPUPerCreate = math3(median(cpu))
-		}
+		res.Configs[k].medians()
 	}
 	return finish(nil)
 }
@@ -879,4 +709,205 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 		fails = append(fails, failureLines(x.name+" admission,", x.s.res.Failures)...)
 	}
 	return fails
+}
+
+// admRun is one admission run's connection to the server: what it created
+// (admission objects, in creation order, removed in reverse at the end) and
+// how it waits for a configuration to be in force.
+type admRun struct {
+	ctx         context.Context
+	c           *client
+	res         *admissionResult
+	hook        *admissionHook
+	caPEM       []byte
+	coll        string
+	waitFor     time.Duration
+	maxPolicies int
+	created     []string
+}
+
+// do sends one request, bounded by the run's context and limit.
+func (a *admRun) do(method, url string, body []byte, limit time.Duration) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(a.ctx, limit)
+	defer cancel()
+	return a.c.do(ctx, method, url, body)
+}
+
+func (a *admRun) fail(phaseName, method, url string, code int, b []byte, err error) {
+	a.res.Failures = append(a.res.Failures, *a.c.fail(phaseName, method, url, code, b, err))
+}
+
+func (a *admRun) has(url string) bool { return slices.Contains(a.created, url) }
+
+// createObj creates an admission object; one that exists already is left
+// alone (it could be someone else's).
+func (a *admRun) createObj(phaseName, collURL, objName string, body []byte) error {
+	code, b, err := a.do(http.MethodPost, collURL, body, 30*time.Second)
+	if err != nil || code != http.StatusCreated {
+		a.fail(phaseName, http.MethodPost, collURL, code, b, err)
+		if code == http.StatusConflict {
+			return fmt.Errorf("%s already exists: not touching it", strings.TrimPrefix(collURL+"/"+objName, a.c.base))
+		}
+		return fmt.Errorf("%s: could not create %s (HTTP %d)", phaseName, objName, code)
+	}
+	a.created = append(a.created, collURL+"/"+objName)
+	return nil
+}
+
+func (a *admRun) deleteObj(phaseName, url string) error {
+	code, b, err := a.do(http.MethodDelete, url, nil, 30*time.Second)
+	if err != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
+		a.fail(phaseName, http.MethodDelete, url, code, b, err)
+		return fmt.Errorf("%s: could not delete %s (HTTP %d)", phaseName, strings.TrimPrefix(url, a.c.base), code)
+	}
+	a.created = slices.DeleteFunc(a.created, func(s string) bool { return s == url })
+	return nil
+}
+
+// removeAll deletes every admission object the run created, with a context
+// of its own (the run's may be cancelled), and records what it did.
+func (a *admRun) removeAll() {
+	var removed, left []string
+	for i := len(a.created) - 1; i >= 0; i-- {
+		u := a.created[i]
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		code, b, derr := a.c.do(rctx, http.MethodDelete, u, nil)
+		cancel()
+		if derr != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
+			left = append(left, fmt.Sprintf("%s (HTTP %d %v %s)", strings.TrimPrefix(u, a.c.base), code, derr, truncate(b, 200)))
+			continue
+		}
+		removed = append(removed, u[strings.LastIndex(u, "/")+1:])
+	}
+	if len(removed) > 0 || len(left) > 0 {
+		a.res.Removed = fmt.Sprintf("%d deleted", len(removed))
+		if len(left) > 0 {
+			a.res.Removed += "; NOT deleted: " + strings.Join(left, ", ")
+			a.res.Failures = append(a.res.Failures, failure{Phase: "remove-admission", Error: "left behind: " + strings.Join(left, ", ")})
+		}
+		log.Printf("admission objects: %s", a.res.Removed)
+	}
+}
+
+// probe sends one dry-run create and says whether it was admitted, whether
+// the webhook saw it, and the answer.
+func (a *admRun) probe(objName string, size int) (admitted, sawHook bool, code int, body []byte) {
+	before := a.hook.probes.Load()
+	obj, _ := json.Marshal(map[string]any{"apiVersion": admGroup + "/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": objName}, "spec": map[string]any{"size": size}})
+	code, body, err := a.do(http.MethodPost, a.coll+"?dryRun=All", obj, 15*time.Second)
+	if err != nil {
+		return false, false, 0, []byte(err.Error())
+	}
+	return code == http.StatusCreated, a.hook.probes.Load() > before, code, body
+}
+
+// poll calls check every 50 ms until it holds, within -wait.
+func (a *admRun) poll(what string, check func() (bool, string)) error {
+	deadline := time.Now().Add(a.waitFor)
+	for {
+		ok, last := check()
+		if ok {
+			return nil
+		}
+		if a.ctx.Err() != nil {
+			return a.ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not within %v (last answer: %s)", what, a.waitFor, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func describe(code int, b []byte) string { return fmt.Sprintf("HTTP %d %s", code, truncate(b, 300)) }
+
+// configure makes the admission objects those of cf, then waits until the
+// probes show them in force.
+func (a *admRun) configure(cf *admConfig) error {
+	base := a.c.base
+	hookURL := base + vwcPath + "/" + admHookName
+	for i := range a.maxPolicies {
+		pURL, bURL := base+vapPath+"/"+admPolicyName(i), base+vapbPath+"/"+admPolicyName(i)
+		switch want := i < cf.Policies; {
+		case want && !a.has(pURL):
+			if err := a.createObj("create-policy", base+vapPath, admPolicyName(i), admPolicy(admPolicyName(i), admExpression, "spec.size must be at most 100")); err != nil {
+				return err
+			}
+			if err := a.createObj("create-binding", base+vapbPath, admPolicyName(i), admBinding(admPolicyName(i))); err != nil {
+				return err
+			}
+		case !want && a.has(pURL):
+			if err := a.deleteObj("delete-binding", bURL); err != nil {
+				return err
+			}
+			if err := a.deleteObj("delete-policy", pURL); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case cf.Webhook && !a.has(hookURL):
+		if err := a.createObj("create-webhook-config", base+vwcPath, admHookName, admWebhookConfig(a.res.WebhookURL, a.caPEM)); err != nil {
+			return err
+		}
+	case !cf.Webhook && a.has(hookURL):
+		if err := a.deleteObj("delete-webhook-config", hookURL); err != nil {
+			return err
+		}
+	}
+	// The probe policy, created after the change: once it denies, the
+	// servers' policy and binding caches hold everything before it.
+	if err := a.createObj("create-probe-policy", base+vapPath, admProbeName,
+		admPolicy(admProbeName, "object.metadata.name != '"+admProbeObj+"'", "crdbench probe")); err != nil {
+		return err
+	}
+	if err := a.createObj("create-probe-binding", base+vapbPath, admProbeName, admBinding(admProbeName)); err != nil {
+		return err
+	}
+	if err := a.poll("the probe policy denies the probe", func() (bool, string) {
+		ok, _, code, b := a.probe(admProbeObj, 1)
+		return !ok && strings.Contains(string(b), "'"+admProbeName+"'"), describe(code, b)
+	}); err != nil {
+		return err
+	}
+	if err := a.deleteObj("delete-probe-binding", base+vapbPath+"/"+admProbeName); err != nil {
+		return err
+	}
+	if err := a.deleteObj("delete-probe-policy", base+vapPath+"/"+admProbeName); err != nil {
+		return err
+	}
+	if err := a.poll(fmt.Sprintf("the probe is admitted again, through the webhook: %v", cf.Webhook), func() (bool, string) {
+		ok, saw, code, b := a.probe(admProbeObj, 1)
+		return ok && saw == cf.Webhook, fmt.Sprintf("%s; webhook saw it: %v", describe(code, b), saw)
+	}); err != nil {
+		return err
+	}
+	return a.poll(fmt.Sprintf("spec.size 101 denied: %v", cf.Policies > 0), func() (bool, string) {
+		ok, _, code, b := a.probe(admProbeBig, 101)
+		if cf.Policies > 0 {
+			return !ok && strings.Contains(string(b), "ValidatingAdmissionPolicy '"+admPrefix), describe(code, b)
+		}
+		return ok, describe(code, b)
+	})
+}
+
+// medians are the configuration's figures over the rounds that had no
+// failed create.
+func (cf *admConfig) medians() {
+	var ps, p50, p99, cpu []float64
+	for _, rd := range cf.Rounds {
+		if rd.Create.Errors > 0 || rd.Create.Aborted {
+			continue
+		}
+		ps, p50, p99 = append(ps, rd.Create.PerSecond), append(p50, rd.Create.P50Ms), append(p99, rd.Create.P99Ms)
+		if rd.CPUPerCreate > 0 {
+			cpu = append(cpu, rd.CPUPerCreate)
+		}
+	}
+	cf.GoodRounds = len(ps)
+	cf.PerSecond, cf.P50Ms, cf.P99Ms = math3(median(ps)), math3(median(p50)), math3(median(p99))
+	if len(cpu) == len(ps) {
+		cf.CPUPerCreate = math3(median(cpu))
+	}
 }
