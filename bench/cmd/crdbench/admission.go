@@ -419,23 +419,14 @@ func runAdmission(args []string) error {
 	}
 
 	// The namespace and the CRD: neither may exist (they could be someone else's).
-	nsBody, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Namespace",
-		"metadata": map[string]any{"name": ns, "labels": map[string]string{"bench": "crdbench"}}})
-	if code, b, err := do(http.MethodPost, base+"/api/v1/namespaces", nsBody, 30*time.Second); err != nil || code != http.StatusCreated {
-		fail("namespace", http.MethodPost, base+"/api/v1/namespaces", code, b, err)
-		if code == http.StatusConflict {
-			return finish(fmt.Errorf("namespace %s already exists: not touching it (choose another -namespace)", ns))
-		}
-		return finish(fmt.Errorf("could not create namespace %s", ns))
+	if f, err := c.create(ctx, "namespace", "namespace "+ns, base+"/api/v1/namespaces", namespaceBody(ns)); err != nil {
+		res.Failures = append(res.Failures, *f)
+		return finish(err)
 	}
 	nsCreated = true
-	crdColl := base + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-	if code, b, err := do(http.MethodPost, crdColl, admWidgetCRD(), 30*time.Second); err != nil || code != http.StatusCreated {
-		fail("create-crd", http.MethodPost, crdColl, code, b, err)
-		if code == http.StatusConflict {
-			return finish(fmt.Errorf("CRD %s already exists: not touching it", admCRDName))
-		}
-		return finish(fmt.Errorf("could not create CRD %s", admCRDName))
+	if f, err := c.create(ctx, "create-crd", "CRD "+admCRDName, base+crdPath, admWidgetCRD()); err != nil {
+		res.Failures = append(res.Failures, *f)
+		return finish(err)
 	}
 	crdCreated = true
 	if err := c.waitEstablished(ctx, admCRDName, *waitFor); err != nil {
@@ -742,13 +733,9 @@ func (a *admRun) has(url string) bool { return slices.Contains(a.created, url) }
 // createObj creates an admission object; one that exists already is left
 // alone (it could be someone else's).
 func (a *admRun) createObj(phaseName, collURL, objName string, body []byte) error {
-	code, b, err := a.do(http.MethodPost, collURL, body, 30*time.Second)
-	if err != nil || code != http.StatusCreated {
-		a.fail(phaseName, http.MethodPost, collURL, code, b, err)
-		if code == http.StatusConflict {
-			return fmt.Errorf("%s already exists: not touching it", strings.TrimPrefix(collURL+"/"+objName, a.c.base))
-		}
-		return fmt.Errorf("%s: could not create %s (HTTP %d)", phaseName, objName, code)
+	if f, err := a.c.create(a.ctx, phaseName, strings.TrimPrefix(collURL+"/"+objName, a.c.base), collURL, body); err != nil {
+		a.res.Failures = append(a.res.Failures, *f)
+		return err
 	}
 	a.created = append(a.created, collURL+"/"+objName)
 	return nil

@@ -194,6 +194,30 @@ func (c *client) fail(phaseName, method, url string, code int, b []byte, err err
 	return f
 }
 
+// create POSTs a new object (what, in messages) to coll within 30 s and
+// wants a 201. An object that exists already could be someone else's: it is
+// left alone, and the error says so.
+func (c *client) create(ctx context.Context, phaseName, what, coll string, body []byte) (*failure, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	code, b, err := c.do(ctx, http.MethodPost, coll, body)
+	if err == nil && code == http.StatusCreated {
+		return nil, nil
+	}
+	f := c.fail(phaseName, http.MethodPost, coll, code, b, err)
+	if code == http.StatusConflict {
+		return f, fmt.Errorf("%s already exists: not touching it", what)
+	}
+	return f, fmt.Errorf("could not create %s (HTTP %d)", what, code)
+}
+
+// namespaceBody is a Namespace labelled bench=crdbench.
+func namespaceBody(ns string) []byte {
+	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": ns, "labels": map[string]string{"bench": "crdbench"}}})
+	return b
+}
+
 // countingReader counts the bytes read through it.
 type countingReader struct {
 	r io.Reader

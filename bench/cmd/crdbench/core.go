@@ -389,26 +389,13 @@ func runCore(args []string) error {
 		}
 		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printCore(res) }, err)
 	}
-	phaseCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), *phaseLimit)
-	}
 
 	// The namespace: it must not exist (it could be someone else's).
-	{
-		ctx, cancel := phaseCtx()
-		body, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Namespace",
-			"metadata": map[string]any{"name": ns, "labels": map[string]string{"bench": "crdbench"}}})
-		code, b, err := c.do(ctx, http.MethodPost, base+"/api/v1/namespaces", body)
-		cancel()
-		if err != nil || code != http.StatusCreated {
-			res.Failures = append(res.Failures, *c.fail("namespace", http.MethodPost, base+"/api/v1/namespaces", code, b, err))
-			if code == http.StatusConflict {
-				return finish(fmt.Errorf("namespace %s already exists: not touching it (choose another -namespace)", ns))
-			}
-			return finish(fmt.Errorf("could not create namespace %s", ns))
-		}
-		nsCreated = true
+	if f, err := c.create(context.Background(), "namespace", "namespace "+ns, base+"/api/v1/namespaces", namespaceBody(ns)); err != nil {
+		res.Failures = append(res.Failures, *f)
+		return finish(err)
 	}
+	nsCreated = true
 
 	// ConfigMaps.
 	measured := func(name string, nreq, workers int, req func(i int) request, after func(i int, ok bool, b []byte)) corePhase {

@@ -395,14 +395,9 @@ func (p *pathsRun) httpFail(method, url string, code int, b []byte, err error) f
 // createCRD POSTs a CRD; one that exists already is left alone (it could be
 // someone else's).
 func (p *pathsRun) createCRD(name string, body []byte) (failure, bool) {
-	code, b, err := p.do(http.MethodPost, p.base+crdPath, body, 30*time.Second)
-	if err != nil || code != http.StatusCreated {
-		f := p.httpFail(http.MethodPost, p.base+crdPath, code, b, err)
-		f.Error = strings.TrimSpace("could not create CRD " + name + " " + f.Error)
-		if code == http.StatusConflict {
-			f.Error = "CRD " + name + " already exists: left alone"
-		}
-		return f, false
+	if f, err := p.c.create(p.ctx, "", "CRD "+name, p.base+crdPath, body); err != nil {
+		f.Phase, f.Error = "", strings.TrimSpace(err.Error()+" "+f.Error)
+		return *f, false
 	}
 	p.created[name] = true
 	return failure{}, true
