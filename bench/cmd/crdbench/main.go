@@ -108,13 +108,13 @@ func usage() {
 }
 
 // done ends a workload's run: its error, if any, into errField; the result
-// printed and written as JSON to jsonOut (if given). A run that recorded
+// shown and written as JSON to jsonOut (if given). A run that recorded
 // failures ends in an error.
-func done(jsonOut string, res any, errField *string, failures int, print func(), err error) error {
+func done(jsonOut string, res any, errField *string, failures int, show func(), err error) error {
 	if err != nil {
 		*errField = err.Error()
 	}
-	print()
+	show()
 	if jsonOut != "" {
 		if werr := writeJSON(jsonOut, res); werr != nil {
 			return werr
