@@ -52,3 +52,23 @@ func TestGetGzip(t *testing.T) {
 		t.Fatalf("plain: code %d enc %q err %v, %d bytes, %d on the wire", code, enc, err, len(b), wire)
 	}
 }
+
+// create leaves an object that exists already alone, and says so.
+func TestCreateExisting(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/taken") {
+			http.Error(w, `{"reason":"AlreadyExists"}`, http.StatusConflict)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	c := &client{hc: srv.Client(), base: srv.URL}
+	if f, err := c.create(context.Background(), "ns", "namespace free", srv.URL+"/free", namespaceBody("free")); f != nil || err != nil {
+		t.Errorf("free: %v %v", f, err)
+	}
+	f, err := c.create(context.Background(), "ns", "namespace taken", srv.URL+"/taken", namespaceBody("taken"))
+	if f == nil || f.Status != http.StatusConflict || f.Path != "/taken" || err == nil || !strings.Contains(err.Error(), "namespace taken already exists") {
+		t.Errorf("taken: %+v %v", f, err)
+	}
+}

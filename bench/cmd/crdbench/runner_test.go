@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -70,5 +73,29 @@ func TestMedianRound(t *testing.T) {
 	bad.Errors = 3
 	if got := medianRound([]phase{r(900), bad, r(1000)}); got.Errors != 3 {
 		t.Errorf("a failed round was hidden: %+v", got)
+	}
+}
+
+// The runner stops a phase whose first calls all fail, and one that runs
+// past its time limit; both are aborted.
+func TestRunBounds(t *testing.T) {
+	var calls atomic.Int64
+	p := run(context.Background(), "fails", 1000, 2, 10, 0, func(context.Context, int) (time.Duration, *failure) {
+		calls.Add(1)
+		return time.Millisecond, &failure{Error: "no"}
+	})
+	if !p.Aborted || p.Errors < 10 || calls.Load() > 12 || p.FirstError == nil {
+		t.Errorf("failing phase: aborted %v, %d errors, %d calls", p.Aborted, p.Errors, calls.Load())
+	}
+	p = run(context.Background(), "slow", 1000, 1, 10, 50*time.Millisecond, func(context.Context, int) (time.Duration, *failure) {
+		time.Sleep(10 * time.Millisecond)
+		return 10 * time.Millisecond, nil
+	})
+	if !p.Aborted || p.Requests >= 1000 || p.FirstError == nil || !strings.Contains(p.FirstError.Error, "time limit") {
+		t.Errorf("slow phase: aborted %v, %d requests, %+v", p.Aborted, p.Requests, p.FirstError)
+	}
+	p = run(context.Background(), "ok", 100, 4, 10, time.Minute, func(context.Context, int) (time.Duration, *failure) { return time.Millisecond, nil })
+	if p.Aborted || p.Requests != 100 || p.Errors != 0 || p.Concurrency != 4 {
+		t.Errorf("ok phase: %+v", p)
 	}
 }
