@@ -270,7 +270,7 @@ func (c *call) deleteCollection() {
 		c.fail(err)
 		return
 	}
-	request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, p.rev, "", 0))
+	request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, wholeListAt(p.rev)))
 }
 
 // deleteWorkers is how many objects a DELETE of a collection deletes at

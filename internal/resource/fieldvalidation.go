@@ -2,7 +2,6 @@ package resource
 
 import (
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,5 +94,3 @@ func (c *call) coerce(content map[string]any, s *strictness) error {
 	s.add(unknown, nil)
 	return nil
 }
-
-var _ = strings.Join

@@ -114,7 +114,7 @@ func (c *call) respondItem(it *store.Item) {
 		return
 	}
 	if t.As != request.AsObject {
-		c.transform(t, out, false, it.Rev, "", 0)
+		c.transform(t, out, objectAt(it.Rev))
 		return
 	}
 	request.Write(c.w, c.r, http.StatusOK, t, out[0])

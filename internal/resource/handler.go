@@ -140,9 +140,9 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 		case "get":
 			rc.getScale()
 		case "update":
-			rc.updateScale(false)
+			rc.updateScale(scalePut)
 		case "patch":
-			rc.updateScale(true)
+			rc.updateScale(scalePatch)
 		default:
 			rc.fail(request.MethodNotAllowed(info.Verb, res.GroupResource()))
 		}
@@ -319,7 +319,7 @@ func (c *call) respond(code int, raw []byte) {
 	}
 	if t.As != request.AsObject {
 		rv, _ := jsonraw.ResourceVersion(out[0])
-		c.transform(t, out, false, rv, "", 0)
+		c.transform(t, out, objectAt(rv))
 		return
 	}
 	request.Write(c.w, c.r, code, t, out[0])

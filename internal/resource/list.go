@@ -452,14 +452,16 @@ func (c *call) list() {
 		cont = encodeContinue(p.next, c.res.KeyPrefix, p.rev)
 	}
 	if t.As != request.AsObject {
-		c.transform(t, items, true, p.rev, cont, p.remaining)
+		c.transform(t, items, pageAt(p.rev, cont, p.remaining))
 		return
 	}
-	request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, p.rev, cont, p.remaining))
+	request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, pageAt(p.rev, cont, p.remaining)))
 }
 
-// encodeList writes a list object around already encoded items.
-func (c *call) encodeList(items [][]byte, rev int64, cont string, remaining int64) []byte {
+// encodeList writes a list object around already encoded items, read as
+// read says.
+func (c *call) encodeList(items [][]byte, read readOf) []byte {
+	rev, cont, remaining := read.rev, read.cont, read.remaining
 	size := 200
 	for _, it := range items {
 		size += len(it) + 1

@@ -156,10 +156,19 @@ func (c *call) getScale() {
 	c.respondScale(http.StatusOK, it.Bytes())
 }
 
+// scaleWrite is how a request writes the scale subresource.
+type scaleWrite int
+
+const (
+	scalePut   scaleWrite = iota // a whole Scale
+	scalePatch                   // a patch of the current Scale
+)
+
 // updateScale answers PUT and PATCH of the scale subresource: the new
 // replicas go to the object's spec replicas path, through the object's own
 // update rules.
-func (c *call) updateScale(patch bool) {
+func (c *call) updateScale(how scaleWrite) {
+	patch := how == scalePatch
 	dry, err := c.dryRun()
 	if err != nil {
 		c.fail(err)

@@ -104,9 +104,32 @@ func (c *call) table(t request.Target, raws [][]byte, noHeaders bool) (*metav1.T
 	return tbl, nil
 }
 
+// readOf is what a read answered: one object or a page of a collection,
+// at a revision.
+type readOf struct {
+	list bool
+	rev  int64
+	// cont and remaining continue a page of a collection.
+	cont      string
+	remaining int64
+}
+
+// objectAt is a read of one object at rev.
+func objectAt(rev int64) readOf { return readOf{rev: rev} }
+
+// wholeListAt is a read of a whole collection at rev.
+func wholeListAt(rev int64) readOf { return readOf{list: true, rev: rev} }
+
+// pageAt is a read of a page of a collection at rev, continued by cont
+// with remaining items left.
+func pageAt(rev int64, cont string, remaining int64) readOf {
+	return readOf{list: true, rev: rev, cont: cont, remaining: remaining}
+}
+
 // transform answers a read whose target is not the object itself: a Table
-// or PartialObjectMetadata(List). list says whether raws are a collection.
-func (c *call) transform(t request.Target, raws [][]byte, list bool, rev int64, cont string, remaining int64) {
+// or PartialObjectMetadata(List).
+func (c *call) transform(t request.Target, raws [][]byte, read readOf) {
+	list, rev, cont, remaining := read.list, read.rev, read.cont, read.remaining
 	switch t.As {
 	case request.AsTable:
 		tbl, err := c.table(t, raws, false)

@@ -49,15 +49,19 @@ func child(path, key string) string {
 	return path + "[" + strconv.Quote(key) + "]"
 }
 
-func (c *comparer) add(kind Kind, path string, original, after any, hasOriginal, hasAfter bool) {
-	l := Loss{Kind: kind, Path: path}
-	if hasOriginal {
-		l.Original = encode(original)
-	}
-	if hasAfter {
-		l.After = encode(after)
-	}
-	c.out = append(c.out, l)
+// lost records a value at path that came back absent.
+func (c *comparer) lost(path string, original any) {
+	c.out = append(c.out, Loss{Kind: Lost, Path: path, Original: encode(original)})
+}
+
+// appeared records a value at path that was absent and came back.
+func (c *comparer) appeared(path string, after any) {
+	c.out = append(c.out, Loss{Kind: Changed, Path: path, After: encode(after)})
+}
+
+// changed records a value at path that came back different.
+func (c *comparer) changed(path string, original, after any) {
+	c.out = append(c.out, Loss{Kind: Changed, Path: path, Original: encode(original), After: encode(after)})
 }
 
 // encode is v as compact JSON, with <, > and & as they are.
@@ -94,11 +98,11 @@ func (c *comparer) fields(path string, a, b map[string]any) {
 			c.value(p, av, bv)
 		case inA:
 			if c.strict || !empty(av) {
-				c.add(Lost, p, av, nil, true, false)
+				c.lost(p, av)
 			}
 		default:
 			if c.strict || !empty(bv) {
-				c.add(Changed, p, nil, bv, false, true)
+				c.appeared(p, bv)
 			}
 		}
 	}
@@ -119,16 +123,16 @@ func (c *comparer) value(path string, a, b any) {
 				case i < len(av) && i < len(bv):
 					c.value(p, av[i], bv[i])
 				case i < len(av):
-					c.add(Lost, p, av[i], nil, true, false)
+					c.lost(p, av[i])
 				default:
-					c.add(Changed, p, nil, bv[i], false, true)
+					c.appeared(p, bv[i])
 				}
 			}
 			return
 		}
 	}
 	if !scalarEqual(a, b) {
-		c.add(Changed, path, a, b, true, true)
+		c.changed(path, a, b)
 	}
 }
 

@@ -33,10 +33,16 @@ var statelessCompiler = sync.OnceValue(func() plugincel.Compiler {
 
 // newCompiler is the compiler of one policy: one that compiles and keeps
 // its variables, for the expressions that follow them, when it has any.
-func newCompiler(composition bool) plugincel.Compiler {
-	if !composition {
+func newCompiler(variables bool) plugincel.Compiler {
+	if !variables {
 		return statelessCompiler()
 	}
+	return compositionCompiler()
+}
+
+// compositionCompiler compiles and keeps variables for the expressions
+// that follow them.
+func compositionCompiler() plugincel.Compiler {
 	c, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
 		return plugincel.NewCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))

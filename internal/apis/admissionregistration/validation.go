@@ -537,12 +537,14 @@ type policySpec struct {
 	failurePolicy    *admissionv1.FailurePolicyType
 	matchConditions  []admissionv1.MatchCondition
 	variables        []admissionv1.Variable
+	// mutating: a MutatingAdmissionPolicy's spec.
+	mutating bool
 }
 
 // validateCommonSpec checks what both kinds of policies have, up to their
 // variables; it returns the options the rest of the spec is checked
 // with.
-func validateCommonSpec(s *policySpec, mutating bool, o options, compiler func() plugincel.Compiler, p *field.Path) (field.ErrorList, options) {
+func validateCommonSpec(s *policySpec, o options, compiler func() plugincel.Compiler, p *field.Path) (field.ErrorList, options) {
 	var errs field.ErrorList
 	if s.failurePolicy == nil {
 		errs = append(errs, field.Required(p.Child("failurePolicy"), ""))
@@ -562,7 +564,7 @@ func validateCommonSpec(s *policySpec, mutating bool, o options, compiler func()
 		if len(s.matchConstraints.ResourceRules) == 0 {
 			errs = append(errs, field.Required(mp.Child("resourceRules"), ""))
 		}
-		if mutating {
+		if s.mutating {
 			errs = append(errs, validateMutatingOperations(s.matchConstraints.ResourceRules, mp)...)
 		}
 	}
@@ -603,7 +605,7 @@ func validateValidatingPolicySpec(name string, spec *admissionv1.ValidatingAdmis
 		return compiler
 	}
 	errs, o := validateCommonSpec(&policySpec{paramKind: spec.ParamKind, matchConstraints: spec.MatchConstraints, failurePolicy: spec.FailurePolicy,
-		matchConditions: spec.MatchConditions, variables: spec.Variables}, false, o, getCompiler, p)
+		matchConditions: spec.MatchConditions, variables: spec.Variables}, o, getCompiler, p)
 	params := spec.ParamKind != nil
 	if len(spec.Validations) == 0 && len(spec.AuditAnnotations) == 0 {
 		return append(errs,
@@ -696,9 +698,11 @@ func validateAuditAnnotation(c plugincel.Compiler, name string, a *admissionv1.A
 // validateMutatingPolicySpec checks a MutatingAdmissionPolicy's spec.
 func validateMutatingPolicySpec(spec *admissionv1.MutatingAdmissionPolicySpec, o options) field.ErrorList {
 	p := field.NewPath("spec")
-	compiler := newCompiler(true)
+	// Mutating policies compile with composition always (their
+	// expressions may name variables, and object() builds types).
+	compiler := compositionCompiler()
 	errs, o := validateCommonSpec(&policySpec{paramKind: spec.ParamKind, matchConstraints: spec.MatchConstraints, failurePolicy: spec.FailurePolicy,
-		matchConditions: spec.MatchConditions, variables: spec.Variables}, true, o, func() plugincel.Compiler { return compiler }, p)
+		matchConditions: spec.MatchConditions, variables: spec.Variables, mutating: true}, o, func() plugincel.Compiler { return compiler }, p)
 	params := spec.ParamKind != nil
 	if len(spec.Mutations) == 0 {
 		errs = append(errs, field.Required(p.Child("mutations"), "mutations must contain at least one item"))
