@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/crdserver/crdserver/internal/controller"
 	"github.com/crdserver/crdserver/internal/resource"
@@ -107,32 +108,35 @@ func ended(m *svmv1.StorageVersionMigration) bool {
 		meta.IsStatusConditionTrue(m.Status.Conditions, string(svmv1.MigrationFailed))
 }
 
-// setStatus changes a migration's status with f, retrying conflicts; it
-// returns the migration as f saw it.
+// setStatus changes a migration's status with f, retrying conflicts as
+// client-go's controllers do; it returns the migration as f saw it.
 func (c *Controller) setStatus(ctx context.Context, name string, f func(m *svmv1.StorageVersionMigration)) (*svmv1.StorageVersionMigration, error) {
 	client := c.dynamic.Resource(migrationsGVR)
-	for {
+	var m *svmv1.StorageVersionMigration
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		m := &svmv1.StorageVersionMigration{}
+		m = &svmv1.StorageVersionMigration{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m); err != nil {
-			return nil, err
+			return err
 		}
 		if ended(m) {
-			return m, nil
+			return nil
 		}
 		f(m)
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		_, err = client.UpdateStatus(ctx, &unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{FieldManager: fieldManager})
-		if !apierrors.IsConflict(err) {
-			return m, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return m, nil
 }
 
 func running(msg string) metav1.Condition {
