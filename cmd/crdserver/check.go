@@ -115,7 +115,8 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		opts.ExistingObjects = func(version string) []map[string]any { return objs[version] }
 	}
-	findings := evolution.CheckCRD(crds[0], crds[1], opts)
+	// The command's own context: nothing above it to inherit from.
+	findings := evolution.CheckCRD(context.Background(), crds[0], crds[1], opts)
 	switch *output {
 	case "json":
 		if findings == nil {

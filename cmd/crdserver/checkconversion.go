@@ -189,7 +189,7 @@ func checkConversion(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	bySample := map[string][]map[string]any{}
 	for i, v := range served {
-		objs, err := samples.Generate(crd, v, *n, *seed+int64(i))
+		objs, err := samples.Generate(ctx, crd, v, *n, *seed+int64(i))
 		if err != nil {
 			return setupError(fmt.Errorf("samples of %s: %w", v, err))
 		}

@@ -25,7 +25,7 @@ import (
 // a field gone, defaults to fill).
 func variants(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, version string) []map[string]any {
 	t.Helper()
-	valid, err := samples.Generate(crd, version, 2, 7)
+	valid, err := samples.Generate(context.Background(), crd, version, 2, 7)
 	if err != nil {
 		t.Fatalf("%s %s: %v", crd.Name, version, err)
 	}

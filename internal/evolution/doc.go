@@ -7,7 +7,7 @@
 // not go back in stability nor jump to a version the old revision did not
 // serve).
 //
-//	findings := evolution.CheckCRD(old, new, evolution.Options{})
+//	findings := evolution.CheckCRD(ctx, old, new, evolution.Options{})
 //	fmt.Print(evolution.FormatText(findings))
 //
 // CheckCRD compares every version served by both revisions field by field

@@ -1,6 +1,7 @@
 package evolution
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -34,7 +35,7 @@ type Options struct {
 // CheckCRD compares an old and a new revision of a CRD and returns what
 // the new one breaks, sorted by version, path and rule. Neither CRD is
 // changed.
-func CheckCRD(oldCRD, newCRD *apiextensionsv1.CustomResourceDefinition, opts Options) []Finding {
+func CheckCRD(ctx context.Context, oldCRD, newCRD *apiextensionsv1.CustomResourceDefinition, opts Options) []Finding {
 	if oldCRD == nil || newCRD == nil {
 		return nil
 	}
@@ -49,7 +50,7 @@ func CheckCRD(oldCRD, newCRD *apiextensionsv1.CustomResourceDefinition, opts Opt
 		}
 		w := checkServedVersion(ov, nv)
 		if opts.ExistingObjects != nil {
-			w.out = filterByObjects(oldCRD, newCRD, w, opts.ExistingObjects(ov.Name))
+			w.out = filterByObjects(ctx, oldCRD, newCRD, w, opts.ExistingObjects(ov.Name))
 		}
 		out = append(out, w.out...)
 	}

@@ -1,6 +1,7 @@
 package evolution
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -578,7 +579,7 @@ func TestCheckCRD(t *testing.T) {
 				tc.new(nw)
 			}
 			before := old.DeepCopy()
-			got := CheckCRD(old, nw, Options{})
+			got := CheckCRD(context.Background(), old, nw, Options{})
 			var keys []string
 			for _, f := range got {
 				keys = append(keys, key(f))
@@ -787,7 +788,7 @@ func TestExistingObjects(t *testing.T) {
 			nw := old.DeepCopy()
 			tc.new(nw)
 			asked := map[string]bool{}
-			got := CheckCRD(old, nw, Options{ExistingObjects: func(v string) []map[string]any {
+			got := CheckCRD(context.Background(), old, nw, Options{ExistingObjects: func(v string) []map[string]any {
 				asked[v] = true
 				if v == "v1" {
 					return tc.objects

@@ -1,6 +1,7 @@
 package evolution_test
 
 import (
+	"context"
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -58,7 +59,7 @@ spec:
               replicas: {type: integer, maximum: 5}
               suspend: {type: boolean}
 `)
-	findings := evolution.CheckCRD(old, updated, evolution.Options{})
+	findings := evolution.CheckCRD(context.Background(), old, updated, evolution.Options{})
 	fmt.Print(evolution.FormatText(findings))
 	// Output:
 	// required-added version=v1 path=.spec.cronSpec: field cronSpec is now required

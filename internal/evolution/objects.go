@@ -49,7 +49,7 @@ const celNotChecked = "some validation rules were not checked"
 // filterByObjects keeps the findings of one version that existing
 // objects fail, or that are not about what objects may fail, and says in
 // their messages how many objects fail them.
-func filterByObjects(oldCRD, newCRD *apiextensionsv1.CustomResourceDefinition, w *walker, objs []map[string]any) []Finding {
+func filterByObjects(ctx context.Context, oldCRD, newCRD *apiextensionsv1.CustomResourceDefinition, w *walker, objs []map[string]any) []Finding {
 	if !slices.ContainsFunc(w.out, func(f Finding) bool { _, ok := objectRules[f.Rule]; return ok }) {
 		return w.out
 	}
@@ -79,7 +79,7 @@ func filterByObjects(oldCRD, newCRD *apiextensionsv1.CustomResourceDefinition, w
 	}
 	fails := make([]failing, len(w.out))
 	for _, obj := range objs {
-		fresh := freshErrors(oldV, newV, obj)
+		fresh := freshErrors(ctx, oldV, newV, obj)
 		if len(fresh) == 0 {
 			continue
 		}
@@ -114,8 +114,7 @@ func filterByObjects(oldCRD, newCRD *apiextensionsv1.CustomResourceDefinition, w
 // freshErrors validates an object, pruned and defaulted as a read would,
 // with the new schema and the old one, and returns the errors only the
 // new one finds.
-func freshErrors(oldV, newV *schema.Version, obj map[string]any) field.ErrorList {
-	ctx := context.Background()
+func freshErrors(ctx context.Context, oldV, newV *schema.Version, obj map[string]any) field.ErrorList {
 	validate := func(v *schema.Version) field.ErrorList {
 		o, err := copyObject(obj)
 		if err != nil {

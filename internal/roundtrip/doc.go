@@ -9,7 +9,7 @@
 // that fails or gives an object B's schema refuses:
 //
 //	conv, err := roundtrip.NewWebhook(crd, "https://127.0.0.1:9443/convert", caPEM, 30*time.Second)
-//	objs, _ := samples.Generate(crd, "v1", 20, 1)
+//	objs, _ := samples.Generate(ctx, crd, "v1", 20, 1)
 //	losses, err := roundtrip.RoundTrip(ctx, crd, conv, map[string][]map[string]any{"v1": objs})
 //
 // The converters:

@@ -202,7 +202,7 @@ func TestRoundTripWebhookWithSamples(t *testing.T) {
 	defer conversion.Close(conv)
 	in := map[string][]map[string]any{}
 	for _, v := range []string{"v1", "v2"} {
-		if in[v], err = samples.Generate(crd, v, 40, 1); err != nil {
+		if in[v], err = samples.Generate(context.Background(), crd, v, 40, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -400,7 +400,7 @@ func TestRoundTripContext(t *testing.T) {
 	crd := loadCRD(t, noneCRD)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	objs, err := samples.Generate(crd, "v1", 3, 1)
+	objs, err := samples.Generate(context.Background(), crd, "v1", 3, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestRoundTripConverterAnswersTooFew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := samples.Generate(crd, "v2", 4, 1)
+	objs, err := samples.Generate(context.Background(), crd, "v2", 4, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // structural schema, to exercise what reads them: a conversion's round
 // trip (internal/roundtrip), a schema change.
 //
-//	objs, err := samples.Generate(crd, "v1", 20, 1) // 20 objects, seed 1
+//	objs, err := samples.Generate(ctx, crd, "v1", 20, 1) // 20 objects, seed 1
 //
 // Every object has apiVersion, kind and a distinct metadata.name
 // (<kind>-<version>-NNN, namespace "default" for a namespaced CRD) and is

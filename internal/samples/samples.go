@@ -29,7 +29,7 @@ const maxAttempts = 50
 // structural schema or when not one object could be made valid; objects
 // that stay invalid after 50 tries are dropped, so it may return fewer
 // than n.
-func Generate(crd *apiextensionsv1.CustomResourceDefinition, version string, n int, seed int64) ([]map[string]any, error) {
+func Generate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string, n int, seed int64) ([]map[string]any, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("a negative number of samples: %d", n)
 	}
@@ -49,7 +49,6 @@ func Generate(crd *apiextensionsv1.CustomResourceDefinition, version string, n i
 	kind := crd.Spec.Names.Kind
 	prefix := strings.ToLower(kind) + "-" + version
 	namespaced := crd.Spec.Scope != apiextensionsv1.ClusterScoped
-	ctx := context.Background()
 	out := make([]map[string]any, 0, n)
 	var lastErr error
 	for range n {

@@ -140,7 +140,7 @@ func spec(o map[string]any) map[string]any { m, _ := o["spec"].(map[string]any);
 func TestGenerateValidAndVaried(t *testing.T) {
 	crd := loadCRD(t, everything)
 	const n = 300
-	objs, err := Generate(crd, "v1", n, 42)
+	objs, err := Generate(context.Background(), crd, "v1", n, 42)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,18 +351,18 @@ func distinct(xs []any) bool {
 
 func TestGenerateDeterministic(t *testing.T) {
 	crd := loadCRD(t, everything)
-	a, err := Generate(crd, "v1", 30, 7)
+	a, err := Generate(context.Background(), crd, "v1", 30, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Generate(crd, "v1", 30, 7)
+	b, err := Generate(context.Background(), crd, "v1", 30, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("the same seed gave other objects")
 	}
-	c, err := Generate(crd, "v1", 30, 8)
+	c, err := Generate(context.Background(), crd, "v1", 30, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +374,7 @@ func TestGenerateDeterministic(t *testing.T) {
 func TestGenerateClusterScopedAndEmpty(t *testing.T) {
 	crd := loadCRD(t, everything)
 	crd.Spec.Scope = apiextensionsv1.ClusterScoped
-	objs, err := Generate(crd, "v1", 3, 1)
+	objs, err := Generate(context.Background(), crd, "v1", 3, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,10 +383,10 @@ func TestGenerateClusterScopedAndEmpty(t *testing.T) {
 			t.Errorf("a cluster-scoped object with a namespace: %v", o["metadata"])
 		}
 	}
-	if objs, err := Generate(crd, "v1", 0, 1); err != nil || len(objs) != 0 {
+	if objs, err := Generate(context.Background(), crd, "v1", 0, 1); err != nil || len(objs) != 0 {
 		t.Fatalf("n=0: %v, %v", objs, err)
 	}
-	if _, err := Generate(crd, "v9", 1, 1); err == nil {
+	if _, err := Generate(context.Background(), crd, "v9", 1, 1); err == nil {
 		t.Fatal("no error for an unknown version")
 	}
 }
@@ -412,7 +412,7 @@ spec:
     storage: true
     schema:
       openAPIV3Schema: `+doc)
-			if objs, err := Generate(crd, "v1", 2, 1); err == nil {
+			if objs, err := Generate(context.Background(), crd, "v1", 2, 1); err == nil {
 				t.Fatalf("no error; objects %v", objs)
 			}
 		})
@@ -441,7 +441,7 @@ spec:
         properties:
           items: {type: array, minItems: 3, uniqueItems: true, items: {type: integer, minimum: 0, maximum: 3}}
 `)
-	objs, err := Generate(crd, "v1", 20, 3)
+	objs, err := Generate(context.Background(), crd, "v1", 20, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -595,7 +595,7 @@ spec:
                   required: [lo, hi]
                   properties: {lo: {type: integer, minimum: 0, maximum: 9}, hi: {type: integer, minimum: 0, maximum: 9}}
 `)
-	objs, err := Generate(crd, "v1", 50, 1)
+	objs, err := Generate(context.Background(), crd, "v1", 50, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

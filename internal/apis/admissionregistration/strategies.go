@@ -22,39 +22,42 @@ import (
 // be able to read them.
 
 func validatingWebhookStrategy() strategy[admissionv1.ValidatingWebhookConfiguration] {
-	type T = admissionv1.ValidatingWebhookConfiguration
-	return strategy[T]{kindRules[T]{
-		kind:     "ValidatingWebhookConfiguration",
-		defaults: DefaultValidatingWebhookConfiguration,
-		changed:  func(obj, old *T) bool { return !reflect.DeepEqual(obj.Webhooks, old.Webhooks) },
-		validate: func(_ context.Context, obj, old *T) field.ErrorList {
-			if old == nil {
-				return append(validateWebhookConfiguration(validatingWebhooks(obj.Webhooks), nil, false), validateStaticSuffix(obj.Name)...)
-			}
-			return validateWebhookConfiguration(validatingWebhooks(obj.Webhooks), validatingWebhooks(old.Webhooks), true)
-		},
-		warnCreate: func(t *T) []string { return excludedRuleWarnings(validatingWebhooks(t.Webhooks)) },
-		warnUpdate: func(t *T) []string {
-			return append(staticSuffixWarnings(t.Name), excludedRuleWarnings(validatingWebhooks(t.Webhooks))...)
-		},
-	}}
+	return webhookStrategy("ValidatingWebhookConfiguration", DefaultValidatingWebhookConfiguration,
+		func(t *admissionv1.ValidatingWebhookConfiguration) (string, any, []webhook) {
+			return t.Name, t.Webhooks, validatingWebhooks(t.Webhooks)
+		})
 }
 
 func mutatingWebhookStrategy() strategy[admissionv1.MutatingWebhookConfiguration] {
-	type T = admissionv1.MutatingWebhookConfiguration
+	return webhookStrategy("MutatingWebhookConfiguration", DefaultMutatingWebhookConfiguration,
+		func(t *admissionv1.MutatingWebhookConfiguration) (string, any, []webhook) {
+			return t.Name, t.Webhooks, mutatingWebhooks(t.Webhooks)
+		})
+}
+
+// webhookStrategy is the strategy of a kind of webhook configuration:
+// parts gives an object's name, its webhooks as stored and as checked.
+func webhookStrategy[T any](kind string, defaults func(*T), parts func(*T) (name string, stored any, hooks []webhook)) strategy[T] {
+	hooks := func(t *T) []webhook { _, _, h := parts(t); return h }
 	return strategy[T]{kindRules[T]{
-		kind:     "MutatingWebhookConfiguration",
-		defaults: DefaultMutatingWebhookConfiguration,
-		changed:  func(obj, old *T) bool { return !reflect.DeepEqual(obj.Webhooks, old.Webhooks) },
+		kind:     kind,
+		defaults: defaults,
+		changed: func(obj, old *T) bool {
+			_, a, _ := parts(obj)
+			_, b, _ := parts(old)
+			return !reflect.DeepEqual(a, b)
+		},
 		validate: func(_ context.Context, obj, old *T) field.ErrorList {
 			if old == nil {
-				return append(validateWebhookConfiguration(mutatingWebhooks(obj.Webhooks), nil, false), validateStaticSuffix(obj.Name)...)
+				name, _, h := parts(obj)
+				return append(validateWebhookConfiguration(h, nil, false), validateStaticSuffix(name)...)
 			}
-			return validateWebhookConfiguration(mutatingWebhooks(obj.Webhooks), mutatingWebhooks(old.Webhooks), true)
+			return validateWebhookConfiguration(hooks(obj), hooks(old), true)
 		},
-		warnCreate: func(t *T) []string { return excludedRuleWarnings(mutatingWebhooks(t.Webhooks)) },
+		warnCreate: func(t *T) []string { return excludedRuleWarnings(hooks(t)) },
 		warnUpdate: func(t *T) []string {
-			return append(staticSuffixWarnings(t.Name), excludedRuleWarnings(mutatingWebhooks(t.Webhooks))...)
+			name, _, h := parts(t)
+			return append(staticSuffixWarnings(name), excludedRuleWarnings(h)...)
 		},
 	}}
 }
@@ -145,53 +148,80 @@ func mutatingPolicyStrategy(a *paramAuthorizer) strategy[admissionv1.MutatingAdm
 
 func validatingBindingStrategy(a *paramAuthorizer, policies *store.Cache) strategy[admissionv1.ValidatingAdmissionPolicyBinding] {
 	type T = admissionv1.ValidatingAdmissionPolicyBinding
-	return strategy[T]{kindRules[T]{
+	return bindingStrategy(bindingKind[T]{
 		kind:     "ValidatingAdmissionPolicyBinding",
 		defaults: DefaultValidatingAdmissionPolicyBinding,
-		changed:  func(obj, old *T) bool { return !apiequality.Semantic.DeepEqual(obj.Spec, old.Spec) },
-		validate: func(ctx context.Context, obj, old *T) field.ErrorList {
-			errs := validateValidatingBindingSpec(&obj.Spec)
-			if old == nil {
-				errs = append(errs, validateStaticSuffix(obj.Name)...)
-			}
-			if len(errs) > 0 {
-				return errs
-			}
-			return a.authorizeParamRef(ctx, obj.Spec.PolicyName, obj.Spec.ParamRef, func(name string) (*admissionv1.ParamKind, bool) {
-				p, ok := getPolicy[admissionv1.ValidatingAdmissionPolicy](policies, ValidatingAdmissionPolicyPrefix, name)
-				if !ok {
-					return nil, false
-				}
-				return p.Spec.ParamKind, true
-			}, false)
+		parts: func(t *T) (string, any, string, *admissionv1.ParamRef) {
+			return t.Name, t.Spec, t.Spec.PolicyName, t.Spec.ParamRef
 		},
-		warnUpdate: func(t *T) []string { return staticSuffixWarnings(t.Name) },
-	}}
+		validateSpec: func(t *T) field.ErrorList { return validateValidatingBindingSpec(&t.Spec) },
+		policyParamKind: func(name string) (*admissionv1.ParamKind, bool) {
+			p, ok := getPolicy[admissionv1.ValidatingAdmissionPolicy](policies, ValidatingAdmissionPolicyPrefix, name)
+			if !ok {
+				return nil, false
+			}
+			return p.Spec.ParamKind, true
+		},
+	}, a)
 }
 
 func mutatingBindingStrategy(a *paramAuthorizer, policies *store.Cache) strategy[admissionv1.MutatingAdmissionPolicyBinding] {
 	type T = admissionv1.MutatingAdmissionPolicyBinding
-	return strategy[T]{kindRules[T]{
+	return bindingStrategy(bindingKind[T]{
 		kind:     "MutatingAdmissionPolicyBinding",
 		defaults: DefaultMutatingAdmissionPolicyBinding,
-		changed:  func(obj, old *T) bool { return !apiequality.Semantic.DeepEqual(obj.Spec, old.Spec) },
+		parts: func(t *T) (string, any, string, *admissionv1.ParamRef) {
+			return t.Name, t.Spec, t.Spec.PolicyName, t.Spec.ParamRef
+		},
+		validateSpec: func(t *T) field.ErrorList { return validateMutatingBindingSpec(&t.Spec) },
+		policyParamKind: func(name string) (*admissionv1.ParamKind, bool) {
+			p, ok := getPolicy[admissionv1.MutatingAdmissionPolicy](policies, MutatingAdmissionPolicyPrefix, name)
+			if !ok {
+				return nil, false
+			}
+			return p.Spec.ParamKind, true
+		},
+		mutating: true,
+	}, a)
+}
+
+// bindingKind is what differs between the kinds of policy bindings.
+type bindingKind[T any] struct {
+	kind     string
+	defaults func(*T)
+	// parts gives a binding's name, its spec, the name of its policy and
+	// its paramRef.
+	parts        func(*T) (name string, spec any, policy string, ref *admissionv1.ParamRef)
+	validateSpec func(*T) field.ErrorList
+	// policyParamKind reads the paramKind of a policy of the kind bound.
+	policyParamKind func(name string) (*admissionv1.ParamKind, bool)
+	// mutating: it binds MutatingAdmissionPolicies.
+	mutating bool
+}
+
+// bindingStrategy is the strategy of a kind of policy binding: the writer
+// of a binding with parameters must be able to read them.
+func bindingStrategy[T any](b bindingKind[T], a *paramAuthorizer) strategy[T] {
+	return strategy[T]{kindRules[T]{
+		kind:     b.kind,
+		defaults: b.defaults,
+		changed: func(obj, old *T) bool {
+			_, x, _, _ := b.parts(obj)
+			_, y, _, _ := b.parts(old)
+			return !apiequality.Semantic.DeepEqual(x, y)
+		},
 		validate: func(ctx context.Context, obj, old *T) field.ErrorList {
-			errs := validateMutatingBindingSpec(&obj.Spec)
+			errs := b.validateSpec(obj)
+			name, _, policy, ref := b.parts(obj)
 			if old == nil {
-				errs = append(errs, validateStaticSuffix(obj.Name)...)
+				errs = append(errs, validateStaticSuffix(name)...)
 			}
 			if len(errs) > 0 {
 				return errs
 			}
-			return a.authorizeParamRef(ctx, obj.Spec.PolicyName, obj.Spec.ParamRef, func(name string) (*admissionv1.ParamKind, bool) {
-				p, ok := getPolicy[admissionv1.MutatingAdmissionPolicy](policies, MutatingAdmissionPolicyPrefix, name)
-				if !ok {
-					return nil, false
-				}
-				return p.Spec.ParamKind, true
-			}, true)
+			return a.authorizeParamRef(ctx, policy, ref, b.policyParamKind, b.mutating)
 		},
-		warnUpdate: func(t *T) []string { return staticSuffixWarnings(t.Name) },
+		warnUpdate: func(t *T) []string { name, _, _, _ := b.parts(t); return staticSuffixWarnings(name) },
 	}}
 }
 

@@ -325,7 +325,7 @@ func (s crdStrategy) findings(ctx context.Context, obj, old *resource.Object) []
 	if s.compat.ExistingObjects != nil {
 		opts.ExistingObjects = func(version string) []map[string]any { return s.compat.ExistingObjects(ctx, prev, version) }
 	}
-	findings := evolution.CheckCRD(prev, crd, opts)
+	findings := evolution.CheckCRD(ctx, prev, crd, opts)
 	if s.compat.Conversion != nil {
 		findings = append(findings, s.compat.Conversion(ctx, crd)...)
 	}

@@ -39,7 +39,7 @@ func Losses(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, 
 	}
 	objs := map[string][]map[string]any{}
 	for _, v := range roundtrip.ServedVersions(crd) {
-		s, err := samples.Generate(crd, v, Samples, sampleSeed)
+		s, err := samples.Generate(ctx, crd, v, Samples, sampleSeed)
 		if err != nil {
 			// A version whose schema gives no samples cannot be proven
 			// here; say so rather than accept the rules unproven.
