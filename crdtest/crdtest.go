@@ -15,6 +15,11 @@
 // The server keeps its data in a directory of the test's (t.TempDir) and
 // skips fsync, which a test does not need; Options.Server changes any
 // other setting of the server.
+//
+// Install, WaitEstablished and ReadCRDs are what Start does with CRDs, for
+// a server the test did not start with them (one it runs itself, or CRDs
+// created later by kubectl, a chart or a controller): install CRDs, wait
+// until CRDs are Established, read CRD manifests.
 package crdtest
 
 import (
@@ -179,11 +184,39 @@ func Install(ctx context.Context, cfg *rest.Config, crds ...*apiextensionsv1.Cus
 			return nil, fmt.Errorf("CRD %s: %w", crd.Name, err)
 		}
 	}
-	out := make([]*apiextensionsv1.CustomResourceDefinition, len(crds))
+	names := make([]string, len(crds))
 	for i, crd := range crds {
+		names[i] = crd.Name
+	}
+	return WaitEstablished(ctx, cfg, names...)
+}
+
+// WaitEstablished waits until each named CRD on the server of cfg is
+// Established (its Established condition True: its resources are
+// served), and returns the CRDs as they were then, in the order of names.
+// A CRD that does not exist yet is waited for, as one that is not
+// Established yet; ctx bounds the wait, and its error says which CRD did
+// not get there and what was last seen of it.
+//
+// Install waits with it; a test that has CRDs created some other way (by
+// kubectl, a Helm chart, a controller, its own client) waits for them with
+// it too.
+func WaitEstablished(ctx context.Context, cfg *rest.Config, names ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	client, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	api := client.ApiextensionsV1().CustomResourceDefinitions()
+	out := make([]*apiextensionsv1.CustomResourceDefinition, len(names))
+	for i, name := range names {
+		var last error
+		var cur *apiextensionsv1.CustomResourceDefinition
 		err := wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			cur, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
+			got, err := api.Get(ctx, name, metav1.GetOptions{})
+			if ctx.Err() != nil {
+				return false, nil // what was seen before says more
+			}
+			if cur, last = got, err; err != nil {
 				return false, nil
 			}
 			for _, c := range cur.Status.Conditions {
@@ -195,7 +228,13 @@ func Install(ctx context.Context, cfg *rest.Config, crds ...*apiextensionsv1.Cus
 			return false, nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("CRD %s not Established: %w", crd.Name, err)
+			switch {
+			case last != nil:
+				err = fmt.Errorf("%w (last get: %v)", err, last)
+			case cur != nil:
+				err = fmt.Errorf("%w (conditions: %+v)", err, cur.Status.Conditions)
+			}
+			return nil, fmt.Errorf("CRD %s not Established: %w", name, err)
 		}
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +52,22 @@ func TestStart(t *testing.T) {
 func TestMissingPath(t *testing.T) {
 	if _, err := crdtest.New(crdtest.Options{CRDPaths: []string{"testdata/missing"}, ErrorIfPathMissing: true}); err == nil {
 		t.Fatal("a missing path was accepted")
+	}
+}
+
+// WaitEstablished returns the CRDs once Established, and says which one
+// never got there when ctx ends.
+func TestWaitEstablished(t *testing.T) {
+	srv := crdtest.Start(t, crdtest.Options{CRDPaths: []string{"testdata"}})
+	got, err := crdtest.WaitEstablished(t.Context(), srv.Config, "widgets.example.com")
+	if err != nil || len(got) != 1 || got[0].Name != "widgets.example.com" {
+		t.Fatalf("WaitEstablished: %v, %v", got, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, err = crdtest.WaitEstablished(ctx, srv.Config, "widgets.example.com", "gadgets.example.com")
+	if err == nil || !strings.Contains(err.Error(), "CRD gadgets.example.com not Established") || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("a missing CRD: %v", err)
 	}
 }
 

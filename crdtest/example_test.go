@@ -3,6 +3,9 @@ package crdtest_test
 import (
 	"context"
 	"fmt"
+	"time"
+
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,4 +55,33 @@ func Example() {
 	// installed: widgets.example.com
 	// Widget.example.com "bad" is invalid: spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1
 	// w 3
+}
+
+// CRDs that something other than crdtest creates (here the test's own
+// client; kubectl, a Helm chart or a controller alike) are waited for
+// with WaitEstablished before their resources are used.
+func ExampleWaitEstablished() {
+	srv, err := crdtest.New(crdtest.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	crds, err := crdtest.ReadCRDs([]string{"testdata/widgets.yaml"}, true)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	client := apiextensionsclient.NewForConfigOrDie(srv.Config).ApiextensionsV1().CustomResourceDefinitions()
+	if _, err := client.Create(ctx, crds[0], metav1.CreateOptions{}); err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	established, err := crdtest.WaitEstablished(ctx, srv.Config, "widgets.example.com")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(established[0].Name, "served as", established[0].Status.AcceptedNames.Kind)
+	// Output:
+	// widgets.example.com served as Widget
 }
