@@ -7,14 +7,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
 
+	"github.com/crdserver/crdserver/crdtest"
 	"github.com/crdserver/crdserver/server"
 )
 
@@ -24,43 +20,16 @@ import (
 
 // plainServer starts a plain-HTTP server, whose handler benchmarks and
 // fuzz targets call directly (plain HTTP trusts every request), with the
-// CRD of crdYAML installed and established.
-func plainServer(b testing.TB, crdYAML string) (*server.Server, context.Context) {
+// CRD of testdata/crd.yaml installed and established.
+func plainServer(b testing.TB, crd string) (*server.Server, context.Context) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	srv, err := server.Start(ctx, server.Config{DataDir: b.TempDir(), ShutdownTimeout: 5 * time.Second, Insecure: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = srv.Close() })
-	if err := srv.WaitReady(ctx); err != nil {
-		b.Fatal(err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(crdYAML), crd); err != nil {
-		b.Fatal(err)
-	}
-	ext := apiextensionsclient.NewForConfigOrDie(srv.RESTConfig())
-	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		c, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, cond := range c.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
+	srv := crdtest.Start(b, crdtest.Options{
+		CRDs:   []*apiextensionsv1.CustomResourceDefinition{fixtureCRD(b, crd)},
+		Server: func(c *server.Config) { c.Insecure = true },
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return srv, ctx
+	return srv.Server, ctx
 }
 
 // serve sends one request to the handler and checks its status code.
@@ -80,34 +49,8 @@ func serve(b *testing.B, h http.Handler, method, path, contentType, accept, body
 	return rec
 }
 
-// wideCRD has 50 string fields under spec; wideObject fills them to about
-// 2 KiB.
-func wideCRD() string {
-	var props strings.Builder
-	for i := 0; i < 50; i++ {
-		fmt.Fprintf(&props, "                f%02d: {type: string}\n", i)
-	}
-	return `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: wides.bench.example.com}
-spec:
-  group: bench.example.com
-  scope: Namespaced
-  names: {plural: wides, kind: Wide}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-` + props.String()
-}
-
+// wideObject fills the 50 string fields of testdata/crd-wide.yaml to
+// about 2 KiB.
 func wideObject(name string, gen int) string {
 	fields := make([]string, 50)
 	for i := range fields {
@@ -120,7 +63,7 @@ func wideObject(name string, gen int) string {
 // BenchmarkServerSideApply2KiB applies a 2 KiB object that changes one
 // field each time: the field manager, the schema and the etcd write.
 func BenchmarkServerSideApply2KiB(b *testing.B) {
-	srv, _ := plainServer(b, wideCRD())
+	srv, _ := plainServer(b, "crd-wide")
 	h := srv.Handler()
 	const path = "/apis/bench.example.com/v1/namespaces/default/wides/w?fieldManager=bench"
 	if n := len(wideObject("w", 0)); n < 2048 {
@@ -141,7 +84,7 @@ func BenchmarkServerSideApply2KiB(b *testing.B) {
 // BenchmarkMergePatch2KiB is the same write as a merge patch, for
 // comparison: what server-side apply costs on top.
 func BenchmarkMergePatch2KiB(b *testing.B) {
-	srv, _ := plainServer(b, wideCRD())
+	srv, _ := plainServer(b, "crd-wide")
 	h := srv.Handler()
 	serve(b, h, "POST", "/apis/bench.example.com/v1/namespaces/default/wides", "application/json", "", wideObject("w", 0), http.StatusCreated)
 	bodies := make([]string, b.N)
@@ -158,33 +101,7 @@ func BenchmarkMergePatch2KiB(b *testing.B) {
 // BenchmarkTable500 lists 500 objects as a Table with printer columns, as
 // kubectl get asks for them.
 func BenchmarkTable500(b *testing.B) {
-	srv, _ := plainServer(b, `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: crontabs.stable.example.com}
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names: {plural: crontabs, singular: crontab, kind: CronTab}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              cronSpec: {type: string}
-              image: {type: string}
-              replicas: {type: integer}
-    additionalPrinterColumns:
-    - {name: Spec, type: string, jsonPath: .spec.cronSpec}
-    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
-    - {name: Image, type: string, jsonPath: .spec.image, priority: 1}
-    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
-`)
+	srv, _ := plainServer(b, "crd-crontab-columns")
 	h := srv.Handler()
 	const path = "/apis/stable.example.com/v1/namespaces/default/crontabs"
 	for i := 0; i < 500; i++ {

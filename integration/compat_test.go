@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/crdserver/crdserver/server"
 )
@@ -24,47 +23,9 @@ import (
 // Differences from Kubernetes' CRD server found by a differential suite,
 // each checked here against the answer the reference server gives.
 
-const widgetCRDYAML = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.compat.example.com
-spec:
-  group: compat.example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources:
-      status: {}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer}
-          status:
-            type: object
-            properties:
-              replicas: {type: integer, maximum: 10}
-              phase:
-                type: string
-                x-kubernetes-validations:
-                - rule: "self != 'Broken'"
-                  message: "phase may not be Broken"
-`
-
 func widgetCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(widgetCRDYAML), crd); err != nil {
-		t.Fatal(err)
-	}
-	return crd
+	return fixtureCRD(t, "crd-widget-compat")
 }
 
 const widgetsPath = "/apis/compat.example.com/v1/namespaces/default/widgets"

@@ -73,7 +73,7 @@ func TestGetReadsItsWrites(t *testing.T) {
 // server's handler, without a network between a write and the next GET:
 // a cache that had not yet applied the write would be read at once.
 func TestGetReadsItsWritesInProcess(t *testing.T) {
-	srv, _ := plainServer(t, wideCRD())
+	srv, _ := plainServer(t, "crd-wide")
 	h := srv.Handler()
 	const coll = "/apis/bench.example.com/v1/namespaces/default/wides"
 	do := func(method, path, contentType, body string, want int) map[string]any {

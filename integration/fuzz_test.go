@@ -18,7 +18,7 @@ import (
 // with the CronTab CRD and an object "target" in it.
 func fuzzServer(f *testing.F) http.Handler {
 	f.Helper()
-	srv, ctx := plainServer(f, fuzzCRD)
+	srv, ctx := plainServer(f, "crd-crontab-fuzz")
 	h := srv.Handler()
 	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		rec := httptest.NewRecorder()
@@ -30,44 +30,6 @@ func fuzzServer(f *testing.F) http.Handler {
 	}
 	return h
 }
-
-const fuzzCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: crontabs.stable.example.com}
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names: {plural: crontabs, singular: crontab, kind: CronTab}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    selectableFields: [{jsonPath: .spec.image}]
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              cronSpec: {type: string}
-              image: {type: string}
-              replicas: {type: integer, minimum: 0}
-              list:
-                type: array
-                x-kubernetes-list-type: map
-                x-kubernetes-list-map-keys: [name]
-                items:
-                  type: object
-                  required: [name]
-                  properties:
-                    name: {type: string}
-                    v: {type: integer}
-          status:
-            type: object
-            x-kubernetes-preserve-unknown-fields: true
-`
 
 var patchTypes = []string{"application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml", "application/strategic-merge-patch+json"}
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/crdserver/crdserver/crdtest"
 	"github.com/crdserver/crdserver/server"
 )
 
@@ -190,15 +191,8 @@ func TestGarbageCollectorAfterRestart(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := server.Start(ctx, server.Config{DataDir: dir, ShutdownTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	if err := srv.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(rest.CopyConfig(srv.RESTConfig()))
+	srv := crdtest.Start(t, crdtest.Options{Server: func(c *server.Config) { c.DataDir = dir }})
+	dyn := dynamic.NewForConfigOrDie(rest.CopyConfig(srv.Config))
 	crs := dyn.Resource(crontabs).Namespace("default")
 	eventually(t, ctx, "CRD served after restart", func() (bool, error) {
 		_, err := crs.Get(ctx, "child", metav1.GetOptions{})

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,12 +22,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
+	"github.com/crdserver/crdserver/crdtest"
 	"github.com/crdserver/crdserver/server"
 )
 
@@ -44,25 +42,22 @@ type env struct {
 	rt http.RoundTripper
 }
 
-// start runs a server for one test.
+// start runs a server for one test: crdtest's, with the server's
+// configuration changed by mutate.
 func start(t *testing.T, mutate ...func(*server.Config)) *env {
 	t.Helper()
-	cfg := server.Config{DataDir: t.TempDir(), Port: 0, ShutdownTimeout: 5 * time.Second}
-	for _, m := range mutate {
-		m(&cfg)
-	}
+	ts := crdtest.Start(t, crdtest.Options{
+		Server: func(cfg *server.Config) {
+			for _, m := range mutate {
+				m(cfg)
+			}
+		},
+		Timeout: 2 * time.Minute,
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	srv, err := server.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	if err := srv.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rc := srv.RESTConfig()
-	e := &env{t: t, srv: srv, cfg: rc, ctx: ctx}
+	rc := ts.Config
+	e := &env{t: t, srv: ts.Server, cfg: rc, ctx: ctx}
 	e.dyn = dynamic.NewForConfigOrDie(rc)
 	e.kube = kubernetes.NewForConfigOrDie(rc)
 	e.ext = apiextensionsclient.NewForConfigOrDie(rc)
@@ -77,18 +72,17 @@ func start(t *testing.T, mutate ...func(*server.Config)) *env {
 	return e
 }
 
-// fixture reads one YAML document of the spec's fixtures by its name.
-func fixtureCRD(t *testing.T, name string) *apiextensionsv1.CustomResourceDefinition {
+// fixtureCRD reads the CRD of testdata/name.yaml.
+func fixtureCRD(t testing.TB, name string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name+".yaml"))
+	crds, err := crdtest.ReadCRDs([]string{filepath.Join("testdata", name+".yaml")}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		t.Fatal(err)
+	if len(crds) != 1 {
+		t.Fatalf("testdata/%s.yaml has %d CRDs, want 1", name, len(crds))
 	}
-	return crd
+	return crds[0]
 }
 
 // createCRD creates a CRD and waits until it is Established.
@@ -101,26 +95,16 @@ func (e *env) createCRD(crd *apiextensionsv1.CustomResourceDefinition) *apiexten
 	return e.waitEstablished(out.Name)
 }
 
+// waitEstablished waits (10s at most) until the CRD is Established.
 func (e *env) waitEstablished(name string) *apiextensionsv1.CustomResourceDefinition {
 	e.t.Helper()
-	var crd *apiextensionsv1.CustomResourceDefinition
-	err := wait.PollUntilContextTimeout(e.ctx, 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		crd, err = e.ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	crds, err := crdtest.WaitEstablished(ctx, e.cfg, name)
 	if err != nil {
-		e.t.Fatalf("CRD %s not established: %v", name, err)
+		e.t.Fatal(err)
 	}
-	return crd
+	return crds[0]
 }
 
 var crontabs = schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}

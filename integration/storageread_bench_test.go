@@ -7,50 +7,11 @@ import (
 	"testing"
 )
 
-// listCRD serves CronTabs in v1 (stored) and v1beta1, converted by None;
-// the stored version defaults spec.replicas, so that reads have a
-// storage-version default to apply.
-const listCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: crontabs.list.example.com}
-spec:
-  group: list.example.com
-  scope: Namespaced
-  names: {plural: crontabs, singular: crontab, kind: CronTab}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              cronSpec: {type: string}
-              image: {type: string}
-              replicas: {type: integer, default: 1}
-  - name: v1beta1
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              cronSpec: {type: string}
-              image: {type: string}
-              replicas: {type: integer}
-`
-
 // benchList creates n CronTabs through the handler, lists them once (the
 // list that warms what is remembered), then measures lists of them all
 // in version.
 func benchList(b *testing.B, n int, version string) {
-	srv, _ := plainServer(b, listCRD)
+	srv, _ := plainServer(b, "crd-crontab-list")
 	h := srv.Handler()
 	const path = "/apis/list.example.com/v1/namespaces/default/crontabs"
 	for i := 0; i < n; i++ {
