@@ -87,7 +87,7 @@ func startWebhook(t *testing.T, h http.Handler, dnsNames ...string) *webhookServ
 	return ws
 }
 
-// conversionCRD is the seed's CronTab: v1beta1 with hostPort, v1 with host
+// conversionCRD is the CronTab of Kubernetes' webhook conversion example: v1beta1 with hostPort, v1 with host
 // and port, converted by a webhook.
 func conversionCRD(storage string, cc apiextensionsv1.WebhookClientConfig, reviewVersions ...string) *apiextensionsv1.CustomResourceDefinition {
 	if len(reviewVersions) == 0 {

@@ -1,8 +1,9 @@
 package integration
 
-// Table-driven tests of CRD schemas, from the project's fixture file
-// testdata/crd-fixtures.yaml (a copy of spec/crd-fixtures.yaml) and the
-// checklists crds.md sections 4–8 and 11–25 and api-concepts.md 1.15:
+// Table-driven tests of CRD schemas, from the fixtures of
+// testdata/crd-fixtures.yaml (the examples of Kubernetes' documentation
+// "Extending the Kubernetes API with CustomResourceDefinitions") and the
+// behaviour Kubernetes documents for them and for field validation:
 // structural schemas, pruning, x-kubernetes-preserve-unknown-fields,
 // int-or-string, embedded resources, OpenAPI validation and ratcheting, CEL
 // rules (messages, reasons, field paths, transition rules, cost budget),
@@ -12,8 +13,7 @@ package integration
 // (checked against kube-apiserver's CRD server v1.37.2). CRD validation
 // errors are compared on the part after "openAPIV3Schema": Kubernetes reports
 // a single version's schema as spec.validation.openAPIV3Schema, and
-// spec.versions[0].schema.openAPIV3Schema is accepted as well (see
-// spec/reference-notes.md).
+// spec.versions[0].schema.openAPIV3Schema is accepted as well.
 
 import (
 	"context"
@@ -487,7 +487,7 @@ func schemaPoll(e *env, cond func() bool) bool {
 }
 
 // ---------------------------------------------------------------------------
-// CRDs and schema fragments: accepted or rejected (crds.md 4, 6, 7, 8, 13, 20, 21, 22)
+// CRDs and schema fragments: accepted or rejected
 
 const (
 	costRuleOver = "Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
@@ -519,7 +519,10 @@ func TestSchemaFixtureCRDs(t *testing.T) {
 		{id: "crd-crontab-subresources", crd: fromFile("crd-crontab-subresources")},
 		{id: "crd-crontab-categories", crd: fromFile("crd-crontab-categories")},
 
-		// 4.7: rejected for all six reasons (rules 1, 1, 2, 3, 3, 4).
+		// A non-structural schema is rejected for all six reasons: types missing
+		// at the root and for a specified field, a property of anyOf not
+		// specified outside it, a type and a description inside anyOf, and
+		// metadata specified beyond name and generateName.
 		{id: "schema-nonstructural-example3", crd: wrapped("schema-nonstructural-example3"), causes: []schemaCause{
 			{"<schema>.type", metav1.CauseTypeFieldValueRequired, "Required value: must not be empty at the root", ""},
 			{"<schema>.properties[foo].type", metav1.CauseTypeFieldValueRequired, "Required value: must not be empty for specified object fields", ""},
@@ -533,7 +536,8 @@ func TestSchemaFixtureCRDs(t *testing.T) {
 		{id: "schema-preserve-unknown-object", crd: wrapped("schema-preserve-unknown-object")},
 		{id: "schema-preserve-unknown-nested", crd: wrapped("schema-preserve-unknown-nested")},
 		{id: "schema-int-or-string", crd: wrapped("schema-int-or-string")},
-		// 8.5: as the seed gives it (no type: object) it is rejected...
+		// An embedded resource as the documentation gives it (no type: object)
+		// is rejected...
 		{id: "schema-embedded-resource", crd: wrapped("schema-embedded-resource"), causes: []schemaCause{
 			{"<schema>.properties[foo].type", metav1.CauseTypeFieldValueRequired, "Required value: must be object if x-kubernetes-embedded-resource is true", ""},
 		}},
@@ -554,7 +558,9 @@ func TestSchemaFixtureCRDs(t *testing.T) {
 		{id: "schema-transition-low-high", crd: func(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 			return schemaCronTabCRD(schemaUnderSpec("level", fx.schema(t, "schema-transition-low-high")))
 		}},
-		// 21.6–21.9: the CEL cost budget.
+		// The CEL cost budget: a rule over unbounded strings, or run once per
+		// element of an unbounded list, is over it (and so is the schema's
+		// total); with maxItems and maxLength, or over integers, it is within.
 		{id: "schema-cost-unbounded-rejected", crd: wrapped("schema-cost-unbounded-rejected"), causes: []schemaCause{
 			{"<schema>.properties[foo].x-kubernetes-validations[0].rule", metav1.CauseTypeForbidden, costRuleOver, ""},
 			{"<schema>.properties[foo].x-kubernetes-validations[0].rule", metav1.CauseTypeForbidden, costContrib, ""},
@@ -613,7 +619,7 @@ func TestSchemaFixtureCRDs(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Pruning (crds.md 5)
+// Pruning
 
 func TestSchemaPruning(t *testing.T) {
 	fx := loadSchemaFixtures(t)
@@ -667,7 +673,7 @@ func TestSchemaPruning(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// x-kubernetes-preserve-unknown-fields, int-or-string (crds.md 6, 7)
+// x-kubernetes-preserve-unknown-fields, int-or-string
 
 func TestSchemaPreserveUnknownAndIntOrString(t *testing.T) {
 	fx := loadSchemaFixtures(t)
@@ -688,7 +694,7 @@ func TestSchemaPreserveUnknownAndIntOrString(t *testing.T) {
 		fixture string
 		cases   []schemaCRCase
 	}{
-		// 6.2: any JSON value, unpruned.
+		// Without a type: any JSON value, unpruned.
 		{"schema-preserve-unknown-any", []schemaCRCase{
 			{name: "integer", fields: `{"json":1}`},
 			{name: "string", fields: `{"json":"s"}`},
@@ -697,18 +703,18 @@ func TestSchemaPreserveUnknownAndIntOrString(t *testing.T) {
 			{name: "object", fields: `{"json":{"a":{"b":[1]},"c":"d"}}`},
 			{name: "null", fields: `{"json":null}`, want: `{}`},
 		}},
-		// 6.3: only objects, with unpruned contents.
+		// With type: object: only objects, with unpruned contents.
 		{"schema-preserve-unknown-object", []schemaCRCase{
 			{name: "object", fields: `{"json":{"a":{"b":[1]},"c":"d"}}`},
 			{name: "integer", fields: `{"json":1}`, invalid: objInt, causes: objIntC},
 			{name: "string", fields: `{"json":"s"}`, invalid: objStr, causes: objStrC},
 			{name: "array", fields: `{"json":[1]}`, invalid: objArr, causes: objArrC},
 		}},
-		// 6.4: pruning switches back on under the specified json.spec.
+		// Pruning switches back on under the specified json.spec.
 		{"schema-preserve-unknown-nested", []schemaCRCase{
-			{name: "seed-example", fields: nestedIn, want: nestedWant, warnings: []string{`unknown field "json.spec.something"`}},
+			{name: "documented-example", fields: nestedIn, want: nestedWant, warnings: []string{`unknown field "json.spec.something"`}},
 		}},
-		// 7.1, 7.3: integers and strings only.
+		// x-kubernetes-int-or-string: integers and strings only.
 		{"schema-int-or-string", []schemaCRCase{
 			{name: "integer", fields: `{"foo":1}`},
 			{name: "string", fields: `{"foo":"a"}`},
@@ -727,14 +733,14 @@ func TestSchemaPreserveUnknownAndIntOrString(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// x-kubernetes-embedded-resource (crds.md 8)
+// x-kubernetes-embedded-resource
 
 func TestSchemaEmbeddedResource(t *testing.T) {
 	fx := loadSchemaFixtures(t)
 	e := start(t)
 	s := fx.schema(t, "schema-embedded-resource")
 	foo := s.Properties["foo"]
-	foo.Type = "object" // required upstream (8.5)
+	foo.Type = "object" // Kubernetes requires it of an embedded resource
 	s.Properties["foo"] = foo
 	e.createCRD(schemaCronTabCRD(s))
 
@@ -763,13 +769,13 @@ func TestSchemaEmbeddedResource(t *testing.T) {
 		{name: "bad-label", fields: `{"foo":{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"a":"-bad-"}}}}`,
 			invalid: "foo.metadata.labels: " + badLabel,
 			causes:  []schemaCause{{"foo.metadata.labels", metav1.CauseTypeFieldValueInvalid, badLabel, ""}}},
-		// Kubernetes validates embedded labels but not the embedded name (reference-notes.md).
+		// Kubernetes validates embedded labels but not the embedded name.
 		{name: "any-name", fields: `{"foo":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"Bad_Name"}}}`},
 	})
 }
 
 // ---------------------------------------------------------------------------
-// OpenAPI validation (crds.md 11)
+// OpenAPI validation
 
 func TestSchemaValidation(t *testing.T) {
 	fx := loadSchemaFixtures(t)
@@ -800,7 +806,7 @@ func TestSchemaValidation(t *testing.T) {
 		t.Errorf("cr-crontab-valid: got %s, want %s", got, want)
 	}
 
-	// More OpenAPI checks on the same schema (11.7, api-concepts 1.15.1).
+	// More OpenAPI checks on the same schema: minimum, maximum and type.
 	schemaRunCRCases(t, e, "", []schemaCRCase{
 		{name: "replicas-zero", fields: `{"spec":{"replicas":0}}`,
 			invalid: "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1",
@@ -813,7 +819,7 @@ func TestSchemaValidation(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Validation ratcheting (crds.md 12)
+// Validation ratcheting
 
 func TestSchemaValidationRatcheting(t *testing.T) {
 	fx := loadSchemaFixtures(t)
@@ -862,14 +868,14 @@ func TestSchemaValidationRatcheting(t *testing.T) {
 		causes   []schemaCause
 		warnings []string
 	}{
-		// 12.2: unchanged invalid values are accepted while another field changes.
+		// Unchanged invalid values are accepted while another field changes.
 		{"openapi: unchanged invalid values ratchet", "openapi", `{"cronSpec":"bad","image":"j","replicas":15}`, "", nil, nil},
-		// 12.3: a changed value must be valid.
+		// A changed value must be valid.
 		{"openapi: another invalid replicas", "openapi", `{"cronSpec":"bad","image":"j","replicas":20}`, repl20, repl20C, nil},
 		{"openapi: another invalid cronSpec", "openapi", `{"cronSpec":"bad2","image":"j","replicas":15}`, cron, cronC, nil},
 		{"openapi: fixed replicas", "openapi", `{"cronSpec":"bad","image":"j","replicas":5}`, "", nil, nil},
 		{"openapi: back to the old invalid replicas", "openapi", `{"cronSpec":"bad","image":"j","replicas":15}`, repl15, repl15C, nil},
-		// 12.5/12.6: a CEL rule without oldSelf ratchets; its error becomes a warning.
+		// A CEL rule without oldSelf ratchets; its error becomes a warning.
 		{"cel: unchanged invalid image ratchets with a warning", "cel", `{"image":"forbidden","replicas":2}`, "", nil,
 			[]string{`spec.image: Invalid value: "forbidden": image forbidden`}},
 		{"cel: fixed image", "cel", `{"image":"allowed","replicas":2}`, "", nil, nil},
@@ -900,7 +906,7 @@ func TestSchemaValidationRatcheting(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Defaulting (crds.md 22, 23)
+// Defaulting
 
 func TestSchemaDefaulting(t *testing.T) {
 	fx := loadSchemaFixtures(t)
@@ -925,10 +931,10 @@ func TestSchemaDefaulting(t *testing.T) {
 			t.Errorf("GET %s, want %s", gu, wu)
 		}
 		schemaRunCRCases(t, e, "", []schemaCRCase{
-			// 22.8: defaults apply only inside objects that exist.
+			// Defaults apply only inside objects that exist.
 			{name: "no-spec", fields: `{}`},
 			{name: "empty-spec", fields: `{"spec":{}}`, want: `{"spec":{"cronSpec":"5 0 * * *","replicas":1}}`},
-			// 23.1: nulls of non-nullable fields are dropped, then defaulted.
+			// Nulls of non-nullable fields are dropped, then defaulted.
 			{name: "nulls", fields: `{"spec":{"cronSpec":null,"replicas":null,"image":null}}`, want: `{"spec":{"cronSpec":"5 0 * * *","replicas":1}}`},
 			{name: "given", fields: `{"spec":{"cronSpec":"1 2 3 4 5","replicas":7}}`},
 		})
@@ -937,14 +943,14 @@ func TestSchemaDefaulting(t *testing.T) {
 		e := start(t)
 		e.createCRD(schemaCronTabCRD(fx.schema(t, "schema-defaulting-nullable")))
 		schemaRunCRCases(t, e, "", []schemaCRCase{{
-			name:   "seed-example",
+			name:   "documented-example",
 			fields: mustJSON(fx.value(t, "schema-defaulting-nullable-input")),
 			want:   mustJSON(fx.value(t, "schema-defaulting-nullable-expected")),
 		}})
 	})
 }
 
-// 22.5: defaults are applied when reading from storage and are not written
+// Defaults are applied when reading from storage and are not written
 // back.
 func TestSchemaDefaultsOnRead(t *testing.T) {
 	fx := loadSchemaFixtures(t)
@@ -1007,7 +1013,7 @@ func TestSchemaDefaultsOnRead(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// CEL validation rules (crds.md 13)
+// CEL validation rules
 
 func TestSchemaCELRules(t *testing.T) {
 	fx := loadSchemaFixtures(t)
@@ -1027,36 +1033,36 @@ func TestSchemaCELRules(t *testing.T) {
 		fixture string
 		cases   []schemaCRCase
 	}{
-		// 13.4: only the failing rule is reported, at the rule's location.
+		// Only the failing rule is reported, at the rule's location.
 		{"schema-cel-replicas", []schemaCRCase{
 			{name: "my-new-cron-object", fields: mustJSON(map[string]any{"spec": fx.value(t, "cr-crontab-cel-rejected")["spec"]}), invalid: maxRule, causes: maxRuleC},
 			{name: "below-min", fields: `{"spec":{"minReplicas":5,"replicas":3,"maxReplicas":10}}`, invalid: minRule, causes: minRuleC},
 			{name: "ordered", fields: `{"spec":{"minReplicas":0,"replicas":3,"maxReplicas":10}}`},
 		}},
-		// 13.13: a root rule reads spec and status.
+		// A root rule reads spec and status.
 		{"schema-cel-root", []schemaCRCase{
 			{name: "too-few", fields: `{"spec":{"minReplicas":3},"status":{"availableReplicas":2}}`, invalid: root, causes: rootC},
 			{name: "enough", fields: `{"spec":{"minReplicas":3},"status":{"availableReplicas":3}}`},
 		}},
-		// 13.14: has(); null counts as absent.
+		// has(); null counts as absent.
 		{"schema-cel-has", []schemaCRCase{
 			{name: "absent", fields: `{"spec":{}}`, invalid: hasRule, causes: hasRuleC},
 			{name: "null", fields: `{"spec":{"foo":null}}`, invalid: hasRule, causes: hasRuleC},
 			{name: "present", fields: `{"spec":{"foo":1}}`},
 		}},
-		// 13.15: a map.
+		// A rule on a map.
 		{"schema-cel-map", []schemaCRCase{
 			{name: "zero", fields: `{"spec":{"xyz":{"foo":0}}}`, invalid: mapRule, causes: mapRuleC},
 			{name: "positive", fields: `{"spec":{"xyz":{"foo":1},"abc":{"foo":-1}}}`},
 			{name: "missing-key", fields: `{"spec":{"abc":{"foo":1}}}`, invalid: mapKey, causes: mapKeyC},
 		}},
-		// 13.16: an array.
+		// A rule on an array.
 		{"schema-cel-array", []schemaCRCase{
 			{name: "two", fields: `{"foo":["a","b"]}`, invalid: arrRule, causes: arrRuleC},
 			{name: "none", fields: `{"foo":[]}`, invalid: arrRule, causes: arrRuleC},
 			{name: "one", fields: `{"foo":["a"]}`},
 		}},
-		// 13.17: a scalar.
+		// A rule on a scalar.
 		{"schema-cel-scalar", []schemaCRCase{
 			{name: "zero", fields: `{"spec":{"foo":0}}`, invalid: scalar, causes: scalarC},
 			{name: "one", fields: `{"spec":{"foo":1}}`},
@@ -1070,7 +1076,7 @@ func TestSchemaCELRules(t *testing.T) {
 	}
 }
 
-// 14–17: messageExpression, message, reason and fieldPath.
+// A failed rule's messageExpression, message, reason and fieldPath.
 func TestSchemaCELMessagesReasonsFieldPaths(t *testing.T) {
 	e := start(t)
 	e.createCRD(schemaCronTabCRD(schemaJSONSchema(t, `{
@@ -1106,36 +1112,37 @@ func TestSchemaCELMessagesReasonsFieldPaths(t *testing.T) {
 		inv, c := one(field, typ, msg)
 		cases = append(cases, schemaCRCase{name: name, fields: `{"spec":` + spec + `}`, invalid: inv, causes: c})
 	}
-	// 14.1, 14.4: messageExpression wins over message.
+	// messageExpression wins over message.
 	add("message-expression", `{"x":11,"maxLimit":10,"test":{"x":1}}`, "spec", metav1.CauseTypeFieldValueInvalid, "Invalid value: x exceeded max limit of 10")
 	add("message-expression-name", `{"x":7,"maxLimit":10,"name":"custom message","test":{"x":1}}`, "spec", metav1.CauseTypeFieldValueInvalid, "Invalid value: custom message")
-	// 14.5: an empty result falls back to message...
+	// An empty result falls back to message...
 	add("empty-falls-back-to-message", `{"x":7,"maxLimit":10,"name":"","test":{"x":1}}`, "spec", metav1.CauseTypeFieldValueInvalid, "Invalid value: fallback message")
-	// 14.6: ...or, without message, to "failed rule: <rule>"; so does an evaluation error (no name).
+	// ...or, without message, to "failed rule: <rule>"; so does an evaluation error (no name).
 	add("empty-without-message", `{"x":8,"maxLimit":10,"name":"","test":{"x":1}}`, "spec", metav1.CauseTypeFieldValueInvalid, "Invalid value: failed rule: self.x != 8")
 	add("error-without-message", `{"x":8,"maxLimit":10,"test":{"x":1}}`, "spec", metav1.CauseTypeFieldValueInvalid, "Invalid value: failed rule: self.x != 8")
 	add("error-falls-back-to-message", `{"x":7,"maxLimit":10,"test":{"x":1}}`, "spec", metav1.CauseTypeFieldValueInvalid, "Invalid value: fallback message")
-	// 14.5: line breaks fall back.
+	// A result with line breaks falls back too.
 	add("newline-falls-back", `{"x":9,"maxLimit":10,"test":{"x":1}}`, "spec", metav1.CauseTypeFieldValueInvalid, "Invalid value: newline fallback")
-	// 16: reason sets the cause type; 422 always.
+	// reason sets the cause type; 422 always.
 	add("reason-forbidden", `{"x":-1,"maxLimit":10,"test":{"x":1}}`, "spec", metav1.CauseTypeForbidden, "Forbidden: x must not be negative")
 	add("reason-required", `{"x":3,"maxLimit":10,"test":{"x":1}}`, "spec", metav1.CauseTypeFieldValueRequired, "Required value: x must not be 3")
 	add("reason-duplicate", `{"x":4,"maxLimit":10,"test":{"x":1}}`, "spec", metav1.CauseTypeFieldValueDuplicate, "Duplicate value")
 	add("reason-invalid", `{"x":6,"maxLimit":10,"test":{"x":1}}`, "spec", metav1.CauseTypeFieldValueInvalid, "Invalid value: x must not be 6")
-	// 17: fieldPath sets the error's path.
+	// fieldPath sets the error's path.
 	add("field-path", `{"x":1,"maxLimit":10,"test":{"x":11}}`, "spec.test.x", metav1.CauseTypeFieldValueInvalid, "Invalid value: test.x too big")
 	add("field-path-map-key", `{"x":5,"maxLimit":10,"test":{"x":1}}`, "spec.m[k]", metav1.CauseTypeFieldValueInvalid, "Invalid value: five")
 	cases = append(cases, schemaCRCase{name: "valid", fields: `{"spec":{"x":1,"maxLimit":10,"test":{"x":1},"m":{"k":"v"}}}`})
 	schemaRunCRCases(t, e, "", cases)
 }
 
-// 20: transition rules (fixture schema-transition-low-high at spec.level).
+// Transition rules (rules with oldSelf; fixture schema-transition-low-high
+// at spec.level).
 func TestSchemaCELTransitionRules(t *testing.T) {
 	fx := loadSchemaFixtures(t)
 	e := start(t)
 	e.createCRD(schemaCronTabCRD(schemaUnderSpec("level", fx.schema(t, "schema-transition-low-high"))))
 
-	// 20.2: never applied to create, whatever the value.
+	// A transition rule is never applied to a create, whatever the value.
 	for _, c := range []struct{ name, level string }{{"low", "low"}, {"high", "high"}, {"unset", ""}} {
 		spec := `{}`
 		if c.level != "" {
@@ -1145,7 +1152,7 @@ func TestSchemaCELTransitionRules(t *testing.T) {
 			t.Fatalf("create %s: %d %s", c.name, r.code, r.body)
 		}
 	}
-	// 13.28: with a schema error the rules are not run, and that is said.
+	// With a schema error the rules are not run, and that is said.
 	t.Run("enum error stops rules", func(t *testing.T) {
 		r := e.do("POST", ctPath, schemaCRBody(t, "bogus", `{"spec":{"level":"bogus"}}`))
 		const enum = `Unsupported value: "bogus": supported values: "low", "medium", "high"`
@@ -1171,7 +1178,7 @@ func TestSchemaCELTransitionRules(t *testing.T) {
 		{"medium to high", "low", `{"level":"high"}`, "", nil},
 		{"high to low rejected", "low", `{"level":"low"}`, toLow, toLowC},
 		{"high to high", "high", `{"level":"high"}`, "", nil},
-		// 20.2: not applied when the old or the new value is missing.
+		// Not applied when the old or the new value is missing.
 		{"high to unset", "high", `{}`, "", nil},
 		{"unset to low", "high", `{"level":"low"}`, "", nil},
 		{"none to high", "unset", `{"level":"high"}`, "", nil},
@@ -1189,8 +1196,10 @@ func TestSchemaCELTransitionRules(t *testing.T) {
 	}
 }
 
-// 13.8–13.12, 13.19, 14.3, 16.3, 17.3–17.4, 18.6, 20.3, reference-notes:
-// rules are compiled and checked when the CRD is written.
+// Rules are compiled and checked when the CRD is written: types, fields,
+// macros, what of metadata a rule sees, messageExpression, reason,
+// fieldPath, optionalOldSelf, where oldSelf may be used and the cost of
+// messageExpression.
 func TestSchemaCELCRDWriteChecks(t *testing.T) {
 	e := start(t)
 	rules := func(props, validations string) string {
@@ -1216,8 +1225,8 @@ func TestSchemaCELCRDWriteChecks(t *testing.T) {
 			[]schemaCause{{v0 + ".rule", metav1.CauseTypeFieldValueRequired, "Required value: rule is not specified", ""}}},
 		{"messageExpression not a string", rules(`{"foo":{"type":"integer"}}`, `[{"rule":"self.foo > 0","messageExpression":"self.foo"}]`),
 			[]schemaCause{{v0 + ".messageExpression", metav1.CauseTypeFieldValueInvalid, "", "messageExpression must evaluate to a string"}}},
-		// reference-notes.md: string(int) is unbounded, so the seed's example is over budget.
-		{"seed messageExpression over budget", rules(`{"x":{"type":"integer"},"maxLimit":{"type":"integer"}}`, `[{"rule":"self.x <= self.maxLimit","messageExpression":"\"x exceeded max limit of \" + string(self.maxLimit)"}]`),
+		// string(int) is unbounded, so the documentation's example is over budget.
+		{"documented messageExpression over budget", rules(`{"x":{"type":"integer"},"maxLimit":{"type":"integer"}}`, `[{"rule":"self.x <= self.maxLimit","messageExpression":"\"x exceeded max limit of \" + string(self.maxLimit)"}]`),
 			[]schemaCause{
 				{v0 + ".messageExpression", metav1.CauseTypeForbidden, "Forbidden: estimated messageExpression cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)", ""},
 				{v0 + ".messageExpression", metav1.CauseTypeForbidden, costContrib, ""},
@@ -1254,7 +1263,7 @@ func TestSchemaCELCRDWriteChecks(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Field validation (api-concepts 1.15, crds.md 5.5)
+// Field validation (fieldValidation=Ignore, Warn and Strict)
 
 func TestSchemaFieldValidation(t *testing.T) {
 	fx := loadSchemaFixtures(t)
@@ -1387,7 +1396,7 @@ func TestSchemaFieldValidation(t *testing.T) {
 		})
 	}
 
-	// 1.15.3: unknown fields under x-kubernetes-preserve-unknown-fields are
+	// Unknown fields under x-kubernetes-preserve-unknown-fields are
 	// kept and not reported; specified objects below are checked again.
 	t.Run("preserve-unknown-fields", func(t *testing.T) {
 		e := start(t)
