@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -22,7 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/crdtest"
 )
 
 var cronTabs = schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
@@ -51,7 +51,7 @@ func TestCRDClientset(t *testing.T) {
 		t.Errorf("create the CRD again: got %v, want AlreadyExists", err)
 	}
 
-	established := waitEstablished(t, crds)
+	established := waitEstablished(t, cfg)
 	if established.Status.AcceptedNames.Plural != "crontabs" || !slices.Equal(established.Status.AcceptedNames.ShortNames, []string{"ct"}) {
 		t.Errorf("status.acceptedNames = %+v", established.Status.AcceptedNames)
 	}
@@ -92,7 +92,7 @@ func TestDynamicClient(t *testing.T) {
 	if _, err := crds.Create(t.Context(), readCRD(t), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create CRD: %v", err)
 	}
-	waitEstablished(t, crds)
+	waitEstablished(t, cfg)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -300,42 +300,30 @@ func newCRDClient(t *testing.T, cfg *rest.Config) apiextensionsv1client.CustomRe
 	return cs.ApiextensionsV1().CustomResourceDefinitions()
 }
 
-// readCRD decodes the CronTab CRD fixture.
+// readCRD reads the CronTab CRD fixture.
 func readCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	data, err := os.ReadFile(crdFile)
+	crds, err := crdtest.ReadCRDs([]string{crdFile}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		t.Fatalf("decode %s: %v", crdFile, err)
+	if len(crds) != 1 {
+		t.Fatalf("%s has %d CRDs, want 1", crdFile, len(crds))
 	}
-	return crd
+	return crds[0]
 }
 
-// waitEstablished waits until the CronTab CRD's Established condition is
-// True, and returns the CRD.
-func waitEstablished(t *testing.T, crds apiextensionsv1client.CustomResourceDefinitionInterface) *apiextensionsv1.CustomResourceDefinition {
+// waitEstablished waits until the CronTab CRD is Established on the server
+// of cfg, and returns the CRD.
+func waitEstablished(t *testing.T, cfg *rest.Config) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	var crd *apiextensionsv1.CustomResourceDefinition
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, eventTimeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		crd, err = crds.Get(ctx, crdName, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	ctx, cancel := context.WithTimeout(t.Context(), eventTimeout)
+	defer cancel()
+	crds, err := crdtest.WaitEstablished(ctx, cfg, crdName)
 	if err != nil {
-		t.Fatalf("CRD %s did not become Established: %v; conditions: %+v", crdName, err, crd)
+		t.Fatal(err)
 	}
-	return crd
+	return crds[0]
 }
 
 // newCronTab is a CronTab named name, labelled app=app.

@@ -171,7 +171,7 @@ func TestControllerRuntime(t *testing.T) {
 	if err := c.Create(ctx, readCRD(t)); err != nil {
 		t.Fatalf("create the CRD: %v", err)
 	}
-	waitEstablished(t, newCRDClient(t, cfg))
+	waitEstablished(t, cfg)
 
 	const nsA, nsB, nsStream, nsList = "crt-a", "crt-b", "crt-mgr-stream", "crt-mgr-list"
 	for _, ns := range []string{nsA, nsB, nsStream, nsList} {

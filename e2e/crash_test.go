@@ -61,11 +61,11 @@ func TestCrashLosesNothing(t *testing.T) {
 	began := time.Now()
 
 	srv := startServer(t)
-	crds := newCRDClient(t, srv.restConfig(t))
-	if _, err := crds.Create(t.Context(), readCRD(t), metav1.CreateOptions{}); err != nil {
+	cfg := srv.restConfig(t)
+	if _, err := newCRDClient(t, cfg).Create(t.Context(), readCRD(t), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create CRD: %v", err)
 	}
-	waitEstablished(t, crds)
+	waitEstablished(t, cfg)
 
 	ld := newCrashLoad(t, seed)
 	ld.connect(t, srv)

@@ -381,7 +381,7 @@ func newFaultEnv(t *testing.T, srv *server) *faultEnv {
 	if _, err := crds.Create(t.Context(), readCRD(t), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create CRD: %v", err)
 	}
-	waitEstablished(t, crds)
+	waitEstablished(t, cfg)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -151,7 +151,7 @@ func TestOperator(t *testing.T) {
 	if err := c.Create(ctx, readCRD(t)); err != nil {
 		t.Fatalf("create the CRD: %v", err)
 	}
-	waitEstablished(t, newCRDClient(t, cfg))
+	waitEstablished(t, cfg)
 	const ns = "operator"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
