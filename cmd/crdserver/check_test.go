@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,70 +18,26 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crdserver/crdserver/crdtest"
 	"github.com/crdserver/crdserver/internal/evolution"
-	"github.com/crdserver/crdserver/server"
 )
 
-const checkOld = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: crontabs.stable.example.com}
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names: {plural: crontabs, singular: crontab, kind: CronTab, shortNames: [ct]}
-  versions:
-  - name: v1beta1
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              cronSpec: {type: string}
-              image: {type: string}
-              replicas: {type: integer}
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              cronSpec: {type: string}
-              image: {type: string}
-              replicas: {type: integer, maximum: 10}
-`
-
-// checkNew drops v1beta1 (served, not deprecated), removes .spec.image
-// and lowers the maximum of .spec.replicas in v1, and adds a field.
-const checkNew = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: crontabs.stable.example.com}
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names: {plural: crontabs, singular: crontab, kind: CronTab, shortNames: [ct]}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              cronSpec: {type: string}
-              replicas: {type: integer, maximum: 5}
-              suspend: {type: boolean}
-`
+// checkCRDs reads testdata/check-old.yaml, a CronTab CRD, and
+// testdata/check-new.yaml, which drops v1beta1 (served, not deprecated),
+// removes .spec.image and lowers the maximum of .spec.replicas in v1, and
+// adds a field.
+func checkCRDs(t *testing.T) (checkOld, checkNew string) {
+	t.Helper()
+	o, err := os.ReadFile(filepath.Join("testdata", "check-old.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := os.ReadFile(filepath.Join("testdata", "check-new.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(o), string(n)
+}
 
 const checkWant = `field-removed version=v1 path=.spec.image: field image was removed
 maximum-lowered version=v1 path=.spec.replicas: maximum lowered from 10 to 5
@@ -108,6 +63,7 @@ func checkYAMLToJSON(t *testing.T, doc string) string {
 }
 
 func TestCheckCommand(t *testing.T) {
+	checkOld, checkNew := checkCRDs(t)
 	dir := t.TempDir()
 	oldFile := writeCheckFile(t, dir, "old.yaml", checkOld)
 	newFile := writeCheckFile(t, dir, "new.yaml", checkNew)
@@ -182,19 +138,16 @@ func TestCheckCommand(t *testing.T) {
 }
 
 func TestCheckCommandLiveCRD(t *testing.T) {
+	checkOld, checkNew := checkCRDs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := server.Start(ctx, server.Config{DataDir: t.TempDir()})
+	srv := crdtest.Start(t, crdtest.Options{})
+	crds, err := crdtest.ReadCRDs([]string{filepath.Join("testdata", "check-old.yaml")}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(checkOld), crd); err != nil {
-		t.Fatal(err)
-	}
 	ext := apiextensionsclient.NewForConfigOrDie(srv.RESTConfig())
-	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crds[0], metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

@@ -16,17 +16,13 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/crdserver/crdserver/server"
+	"github.com/crdserver/crdserver/crdtest"
 )
 
 func TestMigrateCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := server.Start(ctx, server.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := crdtest.Start(t, crdtest.Options{})
 	ext := apiextensionsclient.NewForConfigOrDie(srv.RESTConfig())
 	dyn := dynamic.NewForConfigOrDie(srv.RESTConfig())
 	schemaProps := &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}}
@@ -45,7 +41,7 @@ func TestMigrateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	alpha := schema.GroupVersionResource{Group: "m.example.com", Version: "v1alpha1", Resource: "things"}
-	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		_, err := dyn.Resource(alpha).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "m.example.com/v1alpha1", "kind": "Thing", "metadata": map[string]any{"name": "one"}}}, metav1.CreateOptions{})
 		return err == nil, nil
