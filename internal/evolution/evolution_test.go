@@ -2,6 +2,7 @@ package evolution
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,76 +14,9 @@ import (
 
 // widgets is the CRD the cases change: two served versions (v1 stored,
 // v1beta1) with the same schema, which has a bit of everything.
-const widgets = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList, shortNames: [wd], categories: [all]}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources:
-      status: {}
-      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
-    selectableFields: [{jsonPath: .spec.color}]
-    schema: &schema
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            required: [replicas]
-            x-kubernetes-validations:
-            - rule: self.replicas >= 0
-              message: replicas must not be negative
-            properties:
-              replicas: {type: integer, minimum: 0, maximum: 100, default: 1}
-              paused: {type: boolean, nullable: true}
-              color: {type: string, enum: [red, green, blue]}
-              name: {type: string, pattern: '^[a-z]+$', maxLength: 20, minLength: 1}
-              email: {type: string, format: email}
-              size: {x-kubernetes-int-or-string: true}
-              ratio: {type: number, multipleOf: 0.5}
-              ports:
-                type: array
-                maxItems: 10
-                x-kubernetes-list-type: map
-                x-kubernetes-list-map-keys: [name]
-                items:
-                  type: object
-                  required: [name]
-                  properties:
-                    name: {type: string}
-                    port: {type: integer, minimum: 1}
-              tags: {type: array, items: {type: string}}
-              labels:
-                type: object
-                maxProperties: 20
-                additionalProperties: {type: string, maxLength: 63}
-              selector:
-                type: object
-                x-kubernetes-map-type: atomic
-                properties: {app: {type: string}}
-              extra: {type: object, x-kubernetes-preserve-unknown-fields: true}
-              config: {type: object, additionalProperties: {type: string}}
-              template: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}
-              choice:
-                type: object
-                properties: {a: {type: string}, b: {type: string}}
-                allOf: [{required: [a]}]
-          status:
-            type: object
-            properties:
-              replicas: {type: integer}
-  - name: v1beta1
-    served: true
-    storage: false
-    schema: *schema
-`
+//
+//go:embed testdata/widgets.yaml
+var widgets string
 
 func base(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()

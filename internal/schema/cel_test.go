@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"sort"
 	"strings"
@@ -27,22 +28,13 @@ func (w *warnings) AddWarning(_, text string) {
 	w.list = append(w.list, text)
 }
 
-// crdWithSchema wraps an openAPIV3Schema (JSON) in a CRD.
+//go:embed testdata/cel-things.yaml
+var celThings string
+
+// crdWithSchema wraps an openAPIV3Schema (JSON) in a CRD: celThings with
+// the schema in place of its {}.
 func crdWithSchema(schemaJSON string) string {
-	return `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: things.cel.example.com}
-spec:
-  group: cel.example.com
-  scope: Namespaced
-  names: {plural: things, kind: Thing}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: ` + schemaJSON + "\n"
+	return strings.Replace(celThings, "openAPIV3Schema: {}", "openAPIV3Schema: "+schemaJSON, 1)
 }
 
 func obj(spec string) string {

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,29 +15,9 @@ import (
 )
 
 // cronTab is the documentation's CronTab CRD with validation and a default.
-const cronTab = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: crontabs.stable.example.com}
-spec:
-  group: stable.example.com
-  scope: Namespaced
-  names: {plural: crontabs, kind: CronTab}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              cronSpec: {type: string, pattern: '^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$'}
-              image: {type: string}
-              replicas: {type: integer, minimum: 1, maximum: 10, default: 1}
-`
+//
+//go:embed testdata/crontab.yaml
+var cronTab string
 
 func compile(t testing.TB, doc string) *Version {
 	t.Helper()
@@ -88,39 +69,18 @@ func TestPipeline(t *testing.T) {
 	}
 }
 
-// wide is a CRD whose objects have 50 string fields and 5 CEL rules.
+// wideCRD's objects have 50 string fields and 5 CEL rules.
+//
+//go:embed testdata/wide.yaml
+var wideCRD string
+
+// wide is wideCRD and an object of it.
 func wide() (string, string) {
-	var props, fields []string
+	var fields []string
 	for i := 0; i < 50; i++ {
-		props = append(props, fmt.Sprintf("              f%02d: {type: string, maxLength: 64}", i))
 		fields = append(fields, fmt.Sprintf(`"f%02d":"%s"`, i, strings.Repeat("v", 30)))
 	}
-	crd := `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: wides.bench.example.com}
-spec:
-  group: bench.example.com
-  scope: Namespaced
-  names: {plural: wides, kind: Wide}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            x-kubernetes-validations:
-            - rule: "self.f00 != self.f01 || self.f00 == self.f01"
-            - rule: "self.f02.size() <= 64"
-            - rule: "self.f03.startsWith('v')"
-            - rule: "!has(self.f04) || self.f04.matches('^v+$')"
-            - rule: "self.f05 + self.f06 != ''"
-            properties:
-` + strings.Join(props, "\n") + "\n"
+	crd := wideCRD
 	obj := `{"apiVersion":"bench.example.com/v1","kind":"Wide","metadata":{"name":"w","namespace":"default"},"spec":{` + strings.Join(fields, ",") + `}}`
 	return crd, obj
 }

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	_ "embed"
 	"encoding/json"
 	"math/rand"
 	"reflect"
@@ -20,49 +21,9 @@ import (
 // storedCRD has what reading a stored object does anything with: defaults
 // at every level (properties, additionalProperties, items, nullable
 // ones), an embedded resource, and fields to prune.
-const storedCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: things.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: things, kind: Thing}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            default: {}
-            properties:
-              a: {type: string, default: "A"}
-              nul: {type: string, nullable: true, default: "N"}
-              i: {type: integer}
-              m:
-                type: object
-                additionalProperties: {type: string, default: "M"}
-              l:
-                type: array
-                items:
-                  type: object
-                  default: {x: "X"}
-                  properties:
-                    x: {type: string}
-                    y: {type: string, default: "Y"}
-              e:
-                type: object
-                x-kubernetes-embedded-resource: true
-                x-kubernetes-preserve-unknown-fields: true
-          status:
-            type: object
-            properties:
-              phase: {type: string, default: "Pending"}
-`
+//
+//go:embed testdata/stored.yaml
+var storedCRD string
 
 func storedSchema(t *testing.T) (*Version, *spec.Schema) {
 	t.Helper()
