@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crdserver/crdserver/internal/fixtures"
 )
 
 // `crdserver check-conversion` (cmd/crdserver/checkconversion.go) against
@@ -80,14 +81,9 @@ type ccReport struct {
 }
 
 type ccLoss struct {
-	Kind     string          `json:"kind"`
-	From     string          `json:"from"`
-	To       string          `json:"to"`
-	Object   string          `json:"object"`
-	Path     string          `json:"path"`
-	Original json.RawMessage `json:"original"`
-	After    json.RawMessage `json:"after"`
-	Error    string          `json:"error"`
+	fixtures.Loss
+	Object string `json:"object"`
+	Error  string `json:"error"`
 }
 
 // ccRunResult is one run of check-conversion.
@@ -146,7 +142,7 @@ func ccManifest(t *testing.T, path string, w *webhook) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.NewReplacer("URL", w.url, "CABUNDLE", base64.StdEncoding.EncodeToString(w.caPEM)).Replace(string(data))
+	return fixtures.FillWebhook(string(data), w.url, w.caPEM)
 }
 
 func ccWriteFile(t *testing.T, name, content string) string {
@@ -159,41 +155,15 @@ func ccWriteFile(t *testing.T, name, content string) string {
 }
 
 // ccAssertPlantedLosses checks that every loss of the lossy webhook is
-// found, and nothing else: a v1 object's legacyNote lost, its tier bronze
-// or platinum changed to silver or gold, its code with leading zeros
-// changed to the code without.
+// found, and nothing else (fixtures.PlantedLossErrors).
 func ccAssertPlantedLosses(t *testing.T, rep ccReport) {
 	t.Helper()
-	found := map[string]int{}
-	for _, l := range rep.Losses {
-		var before, after string
-		_ = json.Unmarshal(l.Original, &before)
-		_ = json.Unmarshal(l.After, &after)
-		ok := l.From == "v1" && l.To == "v2"
-		switch l.Path {
-		case "spec.legacyNote":
-			ok = ok && l.Kind == "lost" && before != "" && l.After == nil
-		case "spec.tier":
-			want := map[string]string{"bronze": "silver", "platinum": "gold"}[before]
-			ok = ok && l.Kind == "changed" && want != "" && after == want
-		case "spec.code":
-			want := strings.TrimLeft(before, "0")
-			if want == "" {
-				want = "0"
-			}
-			ok = ok && l.Kind == "changed" && strings.HasPrefix(before, "0") && after == want
-		default:
-			ok = false
-		}
-		if !ok {
-			t.Errorf("not a planted loss: %+v (original %s, after %s)", l, l.Original, l.After)
-		}
-		found[l.Path]++
+	losses := make([]fixtures.Loss, len(rep.Losses))
+	for i, l := range rep.Losses {
+		losses[i] = l.Loss
 	}
-	for _, p := range []string{"spec.legacyNote", "spec.tier", "spec.code"} {
-		if found[p] == 0 {
-			t.Errorf("the loss at %s was not found", p)
-		}
+	for _, e := range fixtures.PlantedLossErrors(losses) {
+		t.Error(e)
 	}
 	if rep.Failed != 0 || rep.Lossless == 0 || rep.RoundTrips != rep.Objects {
 		t.Errorf("report: %d failed, %d lossless of %d round trips of %d objects", rep.Failed, rep.Lossless, rep.RoundTrips, rep.Objects)
@@ -203,7 +173,7 @@ func ccAssertPlantedLosses(t *testing.T, rep ccReport) {
 func TestCheckConversionFindsPlantedLosses(t *testing.T) {
 	readSources()
 	w := ccStartWebhookBinary(t, ccBuildLossyWebhook(t))
-	crd := ccManifest(t, "testdata/lossywebhook/crd.yaml", w)
+	crd := fixtures.LossyWidgetsCRD(w.url, w.caPEM)
 
 	t.Run("webhook", func(t *testing.T) {
 		crdFile := ccWriteFile(t, "crd.yaml", crd)

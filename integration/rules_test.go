@@ -8,7 +8,8 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/internal/fixtures"
 )
 
 // cronTabRulesCRD is the documentation's versioned CronTab
@@ -20,12 +21,7 @@ func cronTabRulesCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data = []byte(strings.NewReplacer("URL", "https://127.0.0.1:9/convert", "CABUNDLE", "").Replace(string(data)))
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		t.Fatal(err)
-	}
-	return crd
+	return fixtures.DecodeCRD(t, fixtures.FillWebhook(string(data), "https://127.0.0.1:9/convert", nil))
 }
 
 const cronTabRules = `{"apiVersion":"conversion.crdserver.io/v1alpha1","kind":"ConversionRules",

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"io"
@@ -24,75 +23,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/crdserver/crdserver/conversion/webhook"
-	"github.com/crdserver/crdserver/internal/roundtrip"
-	"github.com/crdserver/crdserver/server"
+	"github.com/crdserver/crdserver/crdtest"
+	"github.com/crdserver/crdserver/internal/fixtures"
 )
 
-// ccCRD is a CRD whose webhook (ccWebhook) loses three things from v1
-// objects: legacyNote (v2 has no such field), the tier (four tiers map to
-// two levels) and the leading zeros of code (a string in v1, an integer
-// in v2).
-const ccCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.lossy.example.com}
-spec:
-  group: lossy.example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        required: [spec]
-        properties:
-          spec:
-            type: object
-            required: [tier, code]
-            properties:
-              tier: {type: string, enum: [gold, silver, bronze, platinum]}
-              code: {type: string, pattern: '^[0-9]{1,6}$'}
-              legacyNote: {type: string, minLength: 1}
-              replicas: {type: integer, format: int32, minimum: 0, maximum: 100, default: 1}
-              tags: {type: array, maxItems: 4, x-kubernetes-list-type: set, items: {type: string}}
-          status:
-            type: object
-            properties:
-              phase: {type: string}
-  - name: v2
-    served: true
-    storage: false
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        required: [spec]
-        properties:
-          spec:
-            type: object
-            required: [level, code]
-            properties:
-              level: {type: string, enum: [high, low]}
-              code: {type: integer, format: int64, minimum: 0, maximum: 999999}
-              replicas: {type: integer, format: int32, minimum: 0, maximum: 100, default: 1}
-              tags: {type: array, maxItems: 4, x-kubernetes-list-type: set, items: {type: string}}
-          status:
-            type: object
-            properties:
-              phase: {type: string}
-  conversion:
-    strategy: Webhook
-    webhook:
-      conversionReviewVersions: [v1]
-      clientConfig: {url: URL, caBundle: CABUNDLE}
-`
+// The lossy Widgets of internal/fixtures: ccWebhook converts them, losing
+// the three things fixtures.PlantedLossErrors looks for.
 
 type ccStatus struct {
 	Phase string `json:"phase,omitempty"`
@@ -164,11 +102,6 @@ func ccWebhook(t *testing.T) (url string, caPEM []byte) {
 	return srv.URL + "/convert", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 }
 
-// ccManifest is ccCRD pointed at the webhook.
-func ccManifest(url string, caPEM []byte) string {
-	return strings.NewReplacer("URL", url, "CABUNDLE", base64.StdEncoding.EncodeToString(caPEM)).Replace(ccCRD)
-}
-
 func ccRun(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	code = checkConversion(args, &out, &errOut)
@@ -188,40 +121,12 @@ func ccDecodeReport(t *testing.T, stdout string) conversionReport {
 // webhook, from v1 objects only, and nothing else.
 func ccCheckPlantedLosses(t *testing.T, rep conversionReport) {
 	t.Helper()
-	found := map[string]bool{}
-	for _, l := range rep.Losses {
-		if l.From != "v1" || l.To != "v2" {
-			t.Errorf("unexpected: %s", l)
-			continue
-		}
-		switch {
-		case l.Kind == roundtrip.Lost && l.Path == "spec.legacyNote":
-		case l.Kind == roundtrip.Changed && l.Path == "spec.tier":
-			if o := string(l.Original); o != `"bronze"` && o != `"platinum"` {
-				t.Errorf("tier %s changed: %s", o, l)
-			}
-		case l.Kind == roundtrip.Changed && l.Path == "spec.code":
-			// "007" came back "7" (and "000" as "0").
-			var before, after string
-			_ = json.Unmarshal(l.Original, &before)
-			_ = json.Unmarshal(l.After, &after)
-			want := strings.TrimLeft(before, "0")
-			if want == "" {
-				want = "0"
-			}
-			if !strings.HasPrefix(before, "0") || after != want {
-				t.Errorf("code: %s", l)
-			}
-		default:
-			t.Errorf("unexpected: %s", l)
-			continue
-		}
-		found[l.Path] = true
+	losses := make([]fixtures.Loss, len(rep.Losses))
+	for i, l := range rep.Losses {
+		losses[i] = fixtures.Loss{Kind: string(l.Kind), From: l.From, To: l.To, Path: l.Path, Original: l.Original, After: l.After}
 	}
-	for _, p := range []string{"spec.legacyNote", "spec.tier", "spec.code"} {
-		if !found[p] {
-			t.Errorf("no loss at %s", p)
-		}
+	for _, e := range fixtures.PlantedLossErrors(losses) {
+		t.Error(e)
 	}
 	if rep.Failed != 0 || rep.RoundTrips != rep.Objects || rep.Lossless <= 0 || rep.Lossless >= rep.RoundTrips {
 		t.Errorf("report: %+v", rep)
@@ -234,7 +139,7 @@ func TestCheckConversionThroughWebhook(t *testing.T) {
 	crdFile := filepath.Join(dir, "crd.yaml")
 	caFile := filepath.Join(dir, "ca.crt")
 	// The file's clientConfig does not matter: --webhook says where.
-	if err := os.WriteFile(crdFile, []byte("# a comment\n---\n"+ccManifest("https://unused.example.com", nil)), 0o600); err != nil {
+	if err := os.WriteFile(crdFile, []byte("# a comment\n---\n"+fixtures.LossyWidgetsCRD("https://unused.example.com", nil)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
@@ -315,22 +220,12 @@ func TestCheckConversionUsage(t *testing.T) {
 func TestCheckConversionThroughServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := server.Start(ctx, server.Config{DataDir: t.TempDir(), ShutdownTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	if err := srv.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	srv := crdtest.Start(t, crdtest.Options{})
 	cfg := srv.RESTConfig()
 	ext := apiextensionsclient.NewForConfigOrDie(cfg)
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	url, caPEM := ccWebhook(t)
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(ccManifest(url, caPEM)), crd); err != nil {
-		t.Fatal(err)
-	}
+	crd := fixtures.DecodeCRD(t, fixtures.LossyWidgetsCRD(url, caPEM))
 	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +241,7 @@ func TestCheckConversionThroughServer(t *testing.T) {
 		"metadata": map[string]any{"name": "live", "namespace": "prod", "labels": map[string]any{"app": "x"}, "finalizers": []any{"example.com/keep"}},
 		"spec":     map[string]any{"tier": "gold", "code": "0042"},
 	}}
-	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		_, err := dyn.Resource(widgets).Namespace("prod").Create(ctx, live, metav1.CreateOptions{})
 		return err == nil, nil
 	})
@@ -408,7 +303,7 @@ func TestCheckConversionThroughServer(t *testing.T) {
 
 	// A CRD file through the server: the server's copy converts.
 	crdFile := filepath.Join(t.TempDir(), "crd.yaml")
-	if err := os.WriteFile(crdFile, []byte(ccManifest("https://unused.example.com", nil)), 0o600); err != nil {
+	if err := os.WriteFile(crdFile, []byte(fixtures.LossyWidgetsCRD("https://unused.example.com", nil)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if code, stdout, stderr := ccRun(crdFile, "--kubeconfig", kubeconfig, "--samples", "5"); code != 1 || !strings.Contains(stdout, "via=server") {

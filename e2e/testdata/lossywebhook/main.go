@@ -1,7 +1,8 @@
 // Command lossywebhook is a CRD conversion webhook that loses information
 // on purpose, for the e2e test of `crdserver check-conversion`. It converts
-// the Widgets of crd.yaml between lossy.example.com/v1 and v2 with three
-// planted losses, all on the way from v1 to v2:
+// the Widgets of internal/fixtures/lossy-widgets.yaml between
+// lossy.example.com/v1 and v2 with three planted losses, all on the way
+// from v1 to v2:
 //
 //   - spec.legacyNote has no counterpart in v2: it is dropped;
 //   - spec.tier (gold, silver, bronze, platinum) maps many-to-one to
