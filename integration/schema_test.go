@@ -33,6 +33,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/internal/fixtures"
 )
 
 // ---------------------------------------------------------------------------
@@ -105,11 +107,7 @@ func (f *schemaFixtures) kind(id string) string {
 
 func (f *schemaFixtures) crd(t *testing.T, id string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(f.doc(t, id)), crd); err != nil {
-		t.Fatalf("fixture %s: %v", id, err)
-	}
-	return crd
+	return fixtures.DecodeCRD(t, f.doc(t, id))
 }
 
 func (f *schemaFixtures) schema(t *testing.T, id string) apiextensionsv1.JSONSchemaProps {

@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/crdserver/crdserver/internal/fixtures"
 )
 
 // widgets is the CRD the cases change: two served versions (v1 stored,
@@ -20,10 +21,7 @@ var widgets string
 
 func base(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(widgets), crd); err != nil {
-		t.Fatal(err)
-	}
+	crd := fixtures.DecodeCRD(t, widgets)
 	// Decouple the versions' schemas (the YAML alias decodes to copies,
 	// but be sure).
 	for i := range crd.Spec.Versions {

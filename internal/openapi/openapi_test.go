@@ -18,8 +18,8 @@ import (
 	"k8s.io/kube-openapi/pkg/spec3"
 	openapiproto "k8s.io/kube-openapi/pkg/util/proto"
 	"k8s.io/kube-openapi/pkg/validation/spec"
-	"sigs.k8s.io/yaml"
 
+	"github.com/crdserver/crdserver/internal/fixtures"
 	"github.com/crdserver/crdserver/internal/registry"
 )
 
@@ -128,10 +128,7 @@ func cronTab(t *testing.T, group, resourceVersion string) *apiextensionsv1.Custo
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(b, crd); err != nil {
-		t.Fatal(err)
-	}
+	crd := fixtures.DecodeCRD(t, string(b))
 	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
 	if group != "" {
 		crd.Spec.Group = group

@@ -2,6 +2,7 @@ package samples
 
 import (
 	"context"
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,132 +14,34 @@ import (
 	"unicode/utf8"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 
+	"github.com/crdserver/crdserver/internal/fixtures"
 	"github.com/crdserver/crdserver/internal/schema"
 )
 
 // everything is a CRD whose v1 schema uses every keyword the generator
 // knows.
-const everything = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: things.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: things, singular: thing, kind: Thing}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        required: [spec]
-        properties:
-          spec:
-            type: object
-            required: [name, count, code, range]
-            x-kubernetes-validations:
-            - rule: "self.count <= 5 || self.tier == 'gold'"
-            oneOf:
-            - required: [url]
-            - required: [path]
-            properties:
-              name: {type: string, minLength: 1, maxLength: 20, pattern: '^[a-z][a-z0-9-]*$'}
-              code: {type: string, pattern: '^[0-9]{1,6}$'}
-              tier: {type: string, enum: [gold, silver, bronze]}
-              count: {type: integer, format: int32, minimum: 1, maximum: 10}
-              ratio: {type: number, minimum: 0, exclusiveMinimum: true, maximum: 1, exclusiveMaximum: true}
-              step: {type: integer, multipleOf: 5, minimum: -20, maximum: 100}
-              price: {type: number, multipleOf: 0.25, minimum: 0, maximum: 10}
-              big: {type: integer, format: int64}
-              excl: {type: integer, minimum: 3, exclusiveMinimum: true, maximum: 5, exclusiveMaximum: true}
-              note: {type: string, maxLength: 8}
-              word: {type: string, minLength: 3}
-              when: {type: string, format: date-time}
-              day: {type: string, format: date}
-              blob: {type: string, format: byte}
-              id: {type: string, format: uuid}
-              url: {type: string, format: uri}
-              path: {type: string}
-              tags:
-                type: array
-                minItems: 1
-                maxItems: 4
-                x-kubernetes-list-type: set
-                items: {type: string, enum: [a, b, c, d, e]}
-              ports:
-                type: array
-                maxItems: 5
-                x-kubernetes-list-type: map
-                x-kubernetes-list-map-keys: [name, protocol]
-                items:
-                  type: object
-                  required: [name, port]
-                  properties:
-                    name: {type: string, enum: [http, https]}
-                    protocol: {type: string, enum: [TCP, UDP], default: TCP}
-                    port: {type: integer, minimum: 1, maximum: 65535}
-              labels:
-                type: object
-                maxProperties: 3
-                additionalProperties: {type: string, maxLength: 5}
-              matrix:
-                type: object
-                minProperties: 1
-                additionalProperties:
-                  type: array
-                  items: {type: integer, format: int32}
-              maybe: {type: string, nullable: true}
-              intOrStr: {x-kubernetes-int-or-string: true}
-              replicas: {type: integer, default: 3}
-              mode: {type: string, enum: [auto, manual], default: auto}
-              template:
-                type: object
-                x-kubernetes-embedded-resource: true
-                x-kubernetes-preserve-unknown-fields: true
-                properties:
-                  spec:
-                    type: object
-                    properties:
-                      size: {type: integer}
-              extra:
-                type: object
-                x-kubernetes-preserve-unknown-fields: true
-              anything:
-                x-kubernetes-preserve-unknown-fields: true
-              range:
-                type: object
-                required: [min, max]
-                x-kubernetes-validations:
-                - rule: "self.min <= self.max"
-                  message: min above max
-                properties:
-                  min: {type: integer, minimum: 0, maximum: 100}
-                  max: {type: integer, minimum: 0, maximum: 100}
-          status:
-            type: object
-            properties:
-              phase: {type: string, enum: [Pending, Ready]}
-              observedGeneration: {type: integer, format: int64, minimum: 0}
-`
+//
+//go:embed testdata/everything.yaml
+var everything string
 
-func loadCRD(t testing.TB, doc string) *apiextensionsv1.CustomResourceDefinition {
-	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(doc), crd); err != nil {
-		t.Fatal(err)
-	}
-	return crd
-}
+// The CRDs of single tests: nopes and formatsCRD with a placeholder ({})
+// the test fills in.
+var (
+	//go:embed testdata/nopes.yaml
+	nopes string
+	//go:embed testdata/lists.yaml
+	lists string
+	//go:embed testdata/formats.yaml
+	formatsCRD string
+	//go:embed testdata/snaps.yaml
+	snaps string
+)
 
 func spec(o map[string]any) map[string]any { m, _ := o["spec"].(map[string]any); return m }
 
 func TestGenerateValidAndVaried(t *testing.T) {
-	crd := loadCRD(t, everything)
+	crd := fixtures.DecodeCRD(t, everything)
 	const n = 300
 	objs, err := Generate(context.Background(), crd, "v1", n, 42)
 	if err != nil {
@@ -350,7 +253,7 @@ func distinct(xs []any) bool {
 }
 
 func TestGenerateDeterministic(t *testing.T) {
-	crd := loadCRD(t, everything)
+	crd := fixtures.DecodeCRD(t, everything)
 	a, err := Generate(context.Background(), crd, "v1", 30, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +275,7 @@ func TestGenerateDeterministic(t *testing.T) {
 }
 
 func TestGenerateClusterScopedAndEmpty(t *testing.T) {
-	crd := loadCRD(t, everything)
+	crd := fixtures.DecodeCRD(t, everything)
 	crd.Spec.Scope = apiextensionsv1.ClusterScoped
 	objs, err := Generate(context.Background(), crd, "v1", 3, 1)
 	if err != nil {
@@ -398,20 +301,7 @@ func TestGenerateImpossible(t *testing.T) {
 		"range":    `{type: object, required: [spec], properties: {spec: {type: object, required: [i], properties: {i: {type: integer, minimum: 5, maximum: 4}}}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			crd := loadCRD(t, `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: nopes.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: nopes, kind: Nope}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: `+doc)
+			crd := fixtures.DecodeCRD(t, strings.Replace(nopes, "openAPIV3Schema: {}", "openAPIV3Schema: "+doc, 1))
 			if objs, err := Generate(context.Background(), crd, "v1", 2, 1); err == nil {
 				t.Fatalf("no error; objects %v", objs)
 			}
@@ -422,25 +312,7 @@ spec:
 func TestGenerateUniqueItems(t *testing.T) {
 	// uniqueItems: true is refused by the CRD API, but the generator
 	// honours it all the same.
-	crd := loadCRD(t, `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: lists.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: lists, kind: List}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        required: [items]
-        properties:
-          items: {type: array, minItems: 3, uniqueItems: true, items: {type: integer, minimum: 0, maximum: 3}}
-`)
+	crd := fixtures.DecodeCRD(t, lists)
 	objs, err := Generate(context.Background(), crd, "v1", 20, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -510,26 +382,7 @@ func TestFormats(t *testing.T) {
 		props = append(props, fmt.Sprintf("%s: {type: string, format: %s}", name, f))
 	}
 	props = append(props, "fdatetime2: {type: string, format: date-time}", "fk8s: {type: string, format: k8s-short-name}")
-	crd := loadCRD(t, `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: formats.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: formats, kind: Format}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties: {`+strings.Join(props, ", ")+`}
-`)
+	crd := fixtures.DecodeCRD(t, strings.Replace(formatsCRD, "properties: {}", "properties: {"+strings.Join(props, ", ")+"}", 1))
 	v, err := schema.Compile(crd, "v1")
 	if err != nil {
 		t.Fatal(err)
@@ -557,44 +410,7 @@ spec:
 func TestGenerateRepairsWhatRulesRefuse(t *testing.T) {
 	// Rules like those of VolumeSnapshotContent: each part of the object
 	// is made again until its rule holds, not the whole object.
-	crd := loadCRD(t, `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: snaps.example.com}
-spec:
-  group: example.com
-  scope: Cluster
-  names: {plural: snaps, kind: Snap}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        required: [spec]
-        properties:
-          spec:
-            type: object
-            required: [ref, source, items]
-            properties:
-              ref:
-                type: object
-                x-kubernetes-validations: [{rule: "has(self.name) && has(self.namespace)", message: "both"}]
-                properties: {name: {type: string}, namespace: {type: string}}
-              source:
-                type: object
-                x-kubernetes-validations: [{rule: "has(self.one) != has(self.other)", message: "exactly one"}]
-                properties: {one: {type: string}, other: {type: string}}
-              items:
-                type: array
-                minItems: 3
-                items:
-                  type: object
-                  x-kubernetes-validations: [{rule: "self.lo < self.hi", message: "lo below hi"}]
-                  required: [lo, hi]
-                  properties: {lo: {type: integer, minimum: 0, maximum: 9}, hi: {type: integer, minimum: 0, maximum: 9}}
-`)
+	crd := fixtures.DecodeCRD(t, snaps)
 	objs, err := Generate(context.Background(), crd, "v1", 50, 1)
 	if err != nil {
 		t.Fatal(err)

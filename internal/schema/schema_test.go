@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
+	"github.com/crdserver/crdserver/internal/fixtures"
 	"github.com/crdserver/crdserver/internal/request"
 )
 
@@ -21,10 +20,7 @@ var cronTab string
 
 func compile(t testing.TB, doc string) *Version {
 	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(doc), crd); err != nil {
-		t.Fatal(err)
-	}
+	crd := fixtures.DecodeCRD(t, doc)
 	v, err := Compile(crd, crd.Spec.Versions[0].Name)
 	if err != nil {
 		t.Fatal(err)
