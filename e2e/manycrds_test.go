@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"archive/tar"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/crdserver/crdserver/internal/fixtures"
 )
 
 // unpackCorpus writes the CRDs of the repository's sample of a real
@@ -24,29 +21,13 @@ func unpackCorpus(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	zr, err := zstd.NewReader(f)
+	files, err := fixtures.Files(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer zr.Close()
 	dir := t.TempDir()
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(h.Name)), b, 0o644); err != nil {
+	for _, file := range files {
+		if err := os.WriteFile(filepath.Join(dir, file.Name), file.Data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
