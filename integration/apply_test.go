@@ -12,7 +12,7 @@ import (
 
 func TestServerSideApply(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	cts := e.dyn.Resource(crontabs).Namespace("default")
 	applyBody := func(image string, replicas int) []byte {
 		return []byte(`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"ssa"},"spec":{"image":"` + image + `","replicas":` + string(rune('0'+replicas)) + `}}`)

@@ -73,7 +73,7 @@ func TestAuditPolicy(t *testing.T) {
 	e := start(t, func(c *server.Config) {
 		c.AuditLogPath, c.AuditPolicyFile, c.TokenAuthFile = logPath, policy, writeTokens(t)
 	})
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	e.do("GET", "/readyz", "")
 	e.mustCreate(ctPath, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"audited"},"spec":{"image":"x"}}`)
 	e.mustCreate("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"r"},"rules":[]}`)

@@ -92,7 +92,7 @@ func writeTokens(t *testing.T) string {
 
 func TestAuthentication(t *testing.T) {
 	e := start(t, func(c *server.Config) { c.TokenAuthFile = writeTokens(t) })
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	if !strings.HasPrefix(e.srv.URL(), "https://") {
 		t.Fatalf("served on %s, not HTTPS", e.srv.URL())
 	}
@@ -154,7 +154,7 @@ func TestAnonymousDisabled(t *testing.T) {
 
 func TestImpersonation(t *testing.T) {
 	e := start(t, func(c *server.Config) { c.TokenAuthFile = writeTokens(t) })
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	// The admin may impersonate anyone; the request is then theirs.
 	expectStatus(t, e.do("GET", ctPath, "", "Impersonate-User", "jane"), 403, metav1.StatusReasonForbidden,
 		`User "jane" cannot list resource "crontabs"`)

@@ -21,7 +21,7 @@ import (
 // newest write was to another resource, and a deleted object is gone.
 func TestGetReadsItsWrites(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	tabs := e.dyn.Resource(crontabs).Namespace("default")
 	cms := e.kube.CoreV1().ConfigMaps("default")
 	obj, err := tabs.Create(e.ctx, cronTab("a", nil), metav1.CreateOptions{})

@@ -29,7 +29,7 @@ func condition(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.
 
 func TestCRDCreateEstablishes(t *testing.T) {
 	e := start(t)
-	in := fixtureCRD(t, "crd-crontab-basic")
+	in := cronTabCRD(t)
 	in.Status.StoredVersions = []string{"bogus"} // status on create is ignored
 	crd := e.createCRD(in)
 
@@ -61,7 +61,7 @@ func TestCRDCreateEstablishes(t *testing.T) {
 
 func TestCRDInvalid(t *testing.T) {
 	e := start(t)
-	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd := cronTabCRD(t)
 	crd.Name = "wrong.stable.example.com"
 	r := e.do("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", mustJSON(crd))
 	st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
@@ -72,7 +72,7 @@ func TestCRDInvalid(t *testing.T) {
 	}
 
 	// Several errors at once, each with its field path.
-	crd = fixtureCRD(t, "crd-crontab-basic")
+	crd = cronTabCRD(t)
 	crd.Spec.Versions[0].Storage = false
 	crd.Spec.Scope = "Everywhere"
 	_, err := e.ext.ApiextensionsV1().CustomResourceDefinitions().Create(e.ctx, crd, metav1.CreateOptions{})
@@ -93,8 +93,8 @@ func TestCRDInvalid(t *testing.T) {
 
 func TestCRDNamesConflict(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
-	other := fixtureCRD(t, "crd-crontab-basic")
+	e.createCRD(cronTabCRD(t))
+	other := cronTabCRD(t)
 	other.Name = "crontab2s.stable.example.com"
 	other.Spec.Names.Plural = "crontab2s"
 	other.Spec.Names.Singular = "crontab2"
@@ -134,7 +134,7 @@ func TestCRDNamesConflict(t *testing.T) {
 
 func TestCRDDeleteRemovesObjects(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	for _, ns := range []string{"default", "kube-public"} {
 		for _, name := range []string{"a", "b"} {
 			if _, err := e.dyn.Resource(crontabs).Namespace(ns).Create(e.ctx, cronTab(name, nil), metav1.CreateOptions{}); err != nil {
@@ -176,7 +176,7 @@ func TestCRDDeleteRemovesObjects(t *testing.T) {
 		t.Fatalf("resource still served: %d", last)
 	}
 	// Created again, it starts empty.
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	l, err := e.dyn.Resource(crontabs).List(e.ctx, metav1.ListOptions{})
 	if err != nil || len(l.Items) != 0 {
 		t.Fatalf("recreated CRD not empty: %v %d", err, len(l.Items))
@@ -185,7 +185,7 @@ func TestCRDDeleteRemovesObjects(t *testing.T) {
 
 func TestCRDDeleteWaitsForFinalizers(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	ct := cronTab("kept", nil)
 	ct.SetFinalizers([]string{"example.com/keep"})
 	if _, err := e.dyn.Resource(crontabs).Namespace("default").Create(e.ctx, ct, metav1.CreateOptions{}); err != nil {
@@ -231,7 +231,7 @@ func TestCRDDeleteWaitsForFinalizers(t *testing.T) {
 
 func TestCRDUpdateAndStatus(t *testing.T) {
 	e := start(t)
-	crd := e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	crd := e.createCRD(cronTabCRD(t))
 	crds := e.ext.ApiextensionsV1().CustomResourceDefinitions()
 
 	// A spec change bumps the generation; the status sent is ignored.
@@ -294,7 +294,7 @@ func TestCRDListWatchDeleteCollection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd := cronTabCRD(t)
 	crd.Labels = map[string]string{"batch": "1"}
 	e.createCRD(crd)
 	select {
@@ -336,7 +336,7 @@ func cronTab(name string, labels map[string]string) *unstructured.Unstructured {
 
 func TestCRDWriteWarnings(t *testing.T) {
 	e := start(t)
-	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd := cronTabCRD(t)
 	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	image := spec.Properties["image"]
 	image.Format = "no-such-format"
@@ -356,7 +356,7 @@ func TestCRDNamesRace(t *testing.T) {
 	crds := e.ext.ApiextensionsV1().CustomResourceDefinitions()
 	const pairs = 20
 	mk := func(i int, plural string) *apiextensionsv1.CustomResourceDefinition {
-		c := fixtureCRD(t, "crd-crontab-basic")
+		c := cronTabCRD(t)
 		group := fmt.Sprintf("race%d.example.com", i)
 		c.Name = plural + "." + group
 		c.Spec.Group = group

@@ -19,7 +19,7 @@ const ctPath = "/apis/stable.example.com/v1/namespaces/default/crontabs"
 
 func TestCustomResourceCreateGet(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	body := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"my-new-cron-object","uid":"x","generation":7,"creationTimestamp":"2000-01-01T00:00:00Z"},"spec":{"cronSpec":"* * * * */5","image":"my-awesome-cron-image"}}`
 	r := e.do("POST", ctPath, body)
 	if r.code != http.StatusCreated {
@@ -58,7 +58,7 @@ func TestCustomResourceCreateGet(t *testing.T) {
 
 func TestCustomResourceBadInput(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	cases := []struct {
 		name, method, path, body string
 		code                     int
@@ -101,7 +101,7 @@ func TestCustomResourceBadInput(t *testing.T) {
 
 func TestCustomResourceBodyTooLarge(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	big := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"big"},"spec":{"image":"` + strings.Repeat("x", 3*1024*1024) + `"}}`
 	expectStatus(t, e.do("POST", ctPath, big), http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, "Request entity too large: limit is 3145728")
 	// Under the request limit but over the stored object limit.
@@ -111,7 +111,7 @@ func TestCustomResourceBodyTooLarge(t *testing.T) {
 
 func TestCustomResourceUpdate(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	cts := e.dyn.Resource(crontabs).Namespace("default")
 	created, err := cts.Create(e.ctx, cronTab("u", nil), metav1.CreateOptions{})
 	if err != nil {
@@ -159,7 +159,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestCustomResourcePatch(t *testing.T) {
 	e := start(t)
-	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd := cronTabCRD(t)
 	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["list"] = apiextensionsv1.JSONSchemaProps{
 		Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}},
 	}
@@ -211,7 +211,7 @@ func TestCustomResourcePatch(t *testing.T) {
 
 func TestCustomResourceDelete(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	cts := e.dyn.Resource(crontabs).Namespace("default")
 	created, err := cts.Create(e.ctx, cronTab("d", nil), metav1.CreateOptions{})
 	if err != nil {
@@ -271,7 +271,7 @@ func TestCustomResourceDelete(t *testing.T) {
 
 func TestCustomResourceDryRun(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	r := e.do("POST", ctPath+"?dryRun=All", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"generateName":"dry-"}}`)
 	obj := &unstructured.Unstructured{Object: r.object(t)}
 	if r.code != http.StatusCreated || obj.GetUID() == "" || !strings.HasPrefix(obj.GetName(), "dry-") {
@@ -283,7 +283,7 @@ func TestCustomResourceDryRun(t *testing.T) {
 
 func TestClusterScopedCustomResource(t *testing.T) {
 	e := start(t)
-	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd := cronTabCRD(t)
 	crd.Spec.Scope = apiextensionsv1.ClusterScoped
 	e.createCRD(crd)
 	r := e.do("POST", "/apis/stable.example.com/v1/crontabs", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"c","namespace":"ignored"}}`)
@@ -301,7 +301,7 @@ func TestClusterScopedCustomResource(t *testing.T) {
 
 func TestStatusSubresource(t *testing.T) {
 	e := start(t)
-	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd := cronTabCRD(t)
 	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
 	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}
 	e.createCRD(crd)
@@ -346,7 +346,7 @@ func TestStatusSubresource(t *testing.T) {
 
 func TestScaleSubresource(t *testing.T) {
 	e := start(t)
-	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd := cronTabCRD(t)
 	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	replicas := spec.Properties["replicas"]
 	replicas.Maximum = ptr(10.0)

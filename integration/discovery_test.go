@@ -25,7 +25,7 @@ import (
 
 func TestDiscovery(t *testing.T) {
 	e := start(t)
-	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd := cronTabCRD(t)
 	crd.Spec.Names.Categories = []string{"all", "cron"}
 	e.createCRD(crd)
 
@@ -107,7 +107,7 @@ func TestDiscovery(t *testing.T) {
 
 func TestEncodings(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	yamlBody := "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: ytab\nspec:\n  image: img\n"
 	r := e.do("POST", ctPath, yamlBody, "Content-Type", "application/yaml", "Accept", "application/yaml")
 	if r.code != 201 || r.header.Get("Content-Type") != "application/yaml" || !strings.HasPrefix(string(r.body), "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n") {
@@ -144,7 +144,7 @@ func TestEncodings(t *testing.T) {
 
 func TestGzip(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	// A list over the 128 KiB threshold is compressed; a small one is not.
 	pad := strings.Repeat("x", 2000)
 	for i := 0; i < 80; i++ {
@@ -204,7 +204,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		t.Fatalf("livez/etcd: %d", r.code)
 	}
 
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	e.do("GET", ctPath, "")
 	e.do("GET", ctPath+"/missing", "")
 	m := e.do("GET", "/metrics", "")
@@ -257,7 +257,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 func TestRestartKeepsObjects(t *testing.T) {
 	dir := t.TempDir()
 	e := start(t, func(c *server.Config) { c.DataDir = dir })
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	e.seed("default", 3)
 	if err := e.srv.Close(); err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func TestRestartKeepsObjects(t *testing.T) {
 
 func TestTables(t *testing.T) {
 	e := start(t)
-	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd := cronTabCRD(t)
 	crd.Spec.Versions[0].AdditionalPrinterColumns = []apiextensionsv1.CustomResourceColumnDefinition{
 		{Name: "Spec", Type: "string", JSONPath: ".spec.cronSpec"},
 		{Name: "Replicas", Type: "integer", JSONPath: ".spec.replicas"},

@@ -64,7 +64,7 @@ func TestReplicasShareExternalEtcd(t *testing.T) {
 	external := func(c *server.Config) { c.EtcdServers = []string{endpoint} }
 	a := start(t, external)
 	b := start(t, external)
-	a.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	a.createCRD(cronTabCRD(t))
 	b.waitEstablished("crontabs.stable.example.com")
 
 	w, err := b.dyn.Resource(crontabs).Namespace("default").Watch(b.ctx, metav1.ListOptions{})

@@ -59,7 +59,7 @@ func gone(ctx context.Context, dyn dynamic.Interface, name string) func() (bool,
 
 func TestGarbageCollectorBackground(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	crs := e.dyn.Resource(crontabs).Namespace("default")
 	owner := gcObject(t, e.ctx, e.dyn, "owner", nil)
 	other := gcObject(t, e.ctx, e.dyn, "other", nil)
@@ -94,7 +94,7 @@ func TestGarbageCollectorBackground(t *testing.T) {
 
 func TestGarbageCollectorOrphan(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	crs := e.dyn.Resource(crontabs).Namespace("default")
 	owner := gcObject(t, e.ctx, e.dyn, "owner", nil)
 	gcObject(t, e.ctx, e.dyn, "child", nil, ownerRef(owner, true))
@@ -125,7 +125,7 @@ func TestGarbageCollectorOrphan(t *testing.T) {
 
 func TestGarbageCollectorForeground(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	crs := e.dyn.Resource(crontabs).Namespace("default")
 	owner := gcObject(t, e.ctx, e.dyn, "owner", nil)
 	gcObject(t, e.ctx, e.dyn, "blocker", []string{"example.com/hold"}, ownerRef(owner, true))
@@ -161,7 +161,7 @@ func TestGarbageCollectorForeground(t *testing.T) {
 
 func TestDeleteOptionsValidation(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	gcObject(t, e.ctx, e.dyn, "x", nil)
 	expectStatus(t, e.do("DELETE", ctPath+"/x", `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Sideways"}`),
 		422, metav1.StatusReasonInvalid, `propagationPolicy: Unsupported value: "Sideways"`)
@@ -179,7 +179,7 @@ func TestDeleteOptionsValidation(t *testing.T) {
 func TestGarbageCollectorAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	e := start(t, func(c *server.Config) { c.DataDir = dir })
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	owner := gcObject(t, e.ctx, e.dyn, "owner", []string{"example.com/hold"})
 	gcObject(t, e.ctx, e.dyn, "child", nil, ownerRef(owner, false))
 	if err := e.dyn.Resource(crontabs).Namespace("default").Delete(e.ctx, "owner", metav1.DeleteOptions{}); err != nil {

@@ -75,12 +75,25 @@ func start(t *testing.T, mutate ...func(*server.Config)) *env {
 // fixtureCRD reads the CRD of testdata/name.yaml.
 func fixtureCRD(t testing.TB, name string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	crds, err := crdtest.ReadCRDs([]string{filepath.Join("testdata", name+".yaml")}, true)
+	return readCRD(t, filepath.Join("testdata", name+".yaml"))
+}
+
+// cronTabCRD reads the README's CronTab CRD (examples/crontab-crd.yaml),
+// which e2e and most tests here use.
+func cronTabCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	return readCRD(t, filepath.Join("..", "examples", "crontab-crd.yaml"))
+}
+
+// readCRD reads the one CRD of a file.
+func readCRD(t testing.TB, file string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crds, err := crdtest.ReadCRDs([]string{file}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(crds) != 1 {
-		t.Fatalf("testdata/%s.yaml has %d CRDs, want 1", name, len(crds))
+		t.Fatalf("%s has %d CRDs, want 1", file, len(crds))
 	}
 	return crds[0]
 }

@@ -12,7 +12,7 @@ import (
 // goes on.
 func TestHostileBodies(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	deep := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"deep"},"spec":` +
 		strings.Repeat(`{"a":`, 20000) + `1` + strings.Repeat(`}`, 20000) + `}`
 	r := e.do("POST", ctPath, deep)

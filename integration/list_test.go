@@ -34,7 +34,7 @@ func (e *env) seed(ns string, n int) {
 
 func TestListShapeAndSelectors(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	e.seed("default", 4)
 	e.seed("kube-public", 2)
 
@@ -89,7 +89,7 @@ func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
 
 func TestListPagination(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	e.seed("default", 7)
 	cts := e.dyn.Resource(crontabs).Namespace("default")
 
@@ -159,7 +159,7 @@ func TestListPagination(t *testing.T) {
 
 func TestListResourceVersionSemantics(t *testing.T) {
 	e := start(t, shortFreshTimeout)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	e.seed("default", 2)
 	cts := e.dyn.Resource(crontabs).Namespace("default")
 	l, _ := cts.List(e.ctx, metav1.ListOptions{})
@@ -205,7 +205,7 @@ func TestListResourceVersionSemantics(t *testing.T) {
 
 func TestGetResourceVersionSemantics(t *testing.T) {
 	e := start(t, shortFreshTimeout)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	cts := e.dyn.Resource(crontabs).Namespace("default")
 	created, err := cts.Create(e.ctx, cronTab("g", nil), metav1.CreateOptions{})
 	if err != nil {
@@ -222,7 +222,7 @@ func TestGetResourceVersionSemantics(t *testing.T) {
 
 func TestCompactionExpiresHistory(t *testing.T) {
 	e := start(t, func(c *server.Config) { c.CompactionInterval = 50 * time.Millisecond })
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	e.seed("default", 3)
 	cts := e.dyn.Resource(crontabs).Namespace("default")
 	first, err := cts.List(e.ctx, metav1.ListOptions{Limit: 1})

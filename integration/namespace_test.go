@@ -48,7 +48,7 @@ func TestNamespaces(t *testing.T) {
 
 func TestNamespaceDeletionRemovesContent(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	nss := e.kube.CoreV1().Namespaces()
 	if _, err := nss.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

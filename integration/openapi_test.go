@@ -14,7 +14,7 @@ import (
 
 func TestOpenAPIForCRDs(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	dc := discovery.NewDiscoveryClientForConfigOrDie(e.cfg)
 	gv := schema.GroupVersion{Group: "stable.example.com", Version: "v1"}
 	// The CRD's group/version document appears, with the schema.

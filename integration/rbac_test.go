@@ -21,7 +21,7 @@ import (
 // rbacEnv is a server with a token file and the CronTab CRD.
 func rbacEnv(t *testing.T) (*env, func(token string) *client) {
 	e := start(t, func(c *server.Config) { c.TokenAuthFile = writeTokens(t) })
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	as := func(token string) *client {
 		c := newClient(t, e.srv, tls.Certificate{})
 		c.token = token
@@ -230,7 +230,7 @@ func TestRBACImpersonation(t *testing.T) {
 
 func TestRBACSubresources(t *testing.T) {
 	e := start(t, func(c *server.Config) { c.TokenAuthFile = writeTokens(t) })
-	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd := cronTabCRD(t)
 	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
 	e.createCRD(crd)
 	as := func(token string) *client {

@@ -89,7 +89,7 @@ func checkRead(u map[string]any) error {
 
 func TestStoredObjectsAreReadAsKubernetesReadsThem(t *testing.T) {
 	e, cli := startWithEtcd(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	cts := e.dyn.Resource(crontabs).Namespace("default")
 	// An object crdserver wrote, then changed behind its back: what it
 	// wrote itself does not vouch for what is stored now.
@@ -154,7 +154,7 @@ func TestStoredObjectsAreReadAsKubernetesReadsThem(t *testing.T) {
 // finalizer is marked deleted, its metadata read as Kubernetes reads it.
 func TestUndecodableMetadataCanBeDeleted(t *testing.T) {
 	e, cli := startWithEtcd(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	const stored = `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"%s","namespace":"default","uid":"u-%[1]s","unknown":42,"generation":null,"annotations":{"foo":42,"bar":"abc"}%s},"spec":{"image":"img"}}`
 	for _, name := range []string{"one", "two", "three"} {
 		e.etcdPut(cli, "/registry/stable.example.com/crontabs/default/"+name, fmt.Sprintf(stored, name, ""))

@@ -28,7 +28,7 @@ import (
 // twoVersions is the CronTab CRD with v1beta1 (deprecated) and v1
 // (storage), the same schema in both.
 func twoVersions(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
-	crd := fixtureCRD(t, "crd-crontab-basic")
+	crd := cronTabCRD(t)
 	v1 := crd.Spec.Versions[0]
 	beta := *v1.DeepCopy()
 	beta.Name, beta.Storage, beta.Deprecated = "v1beta1", false, true

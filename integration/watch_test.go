@@ -47,7 +47,7 @@ func rvOf(t *testing.T, ev watch.Event) int64 {
 
 func TestWatchFromResourceVersion(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	cts := e.dyn.Resource(crontabs).Namespace("default")
 	first, _ := cts.Create(e.ctx, cronTab("before", nil), metav1.CreateOptions{})
 	l, _ := cts.List(e.ctx, metav1.ListOptions{})
@@ -95,7 +95,7 @@ func TestWatchFromResourceVersion(t *testing.T) {
 
 func TestWatchSelectors(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	cts := e.dyn.Resource(crontabs).Namespace("default")
 	l, _ := cts.List(e.ctx, metav1.ListOptions{})
 	w, err := cts.Watch(e.ctx, metav1.ListOptions{ResourceVersion: l.GetResourceVersion(), LabelSelector: "color=red"})
@@ -162,7 +162,7 @@ func readEvent(t *testing.T, sc *bufio.Scanner) rawEvent {
 
 func TestWatchBookmarksAndInitialEvents(t *testing.T) {
 	e := start(t, func(c *server.Config) { c.Cache.BookmarkInterval = 50 * time.Millisecond })
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	e.seed("default", 2)
 
 	// Streaming list: ADDED for each object, then the initial-events-end
@@ -214,7 +214,7 @@ func TestWatchBookmarksAndInitialEvents(t *testing.T) {
 
 func TestWatchTimeoutAndExpiry(t *testing.T) {
 	e := start(t, func(c *server.Config) { c.Cache.History = 2 })
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	e.seed("default", 1)
 	l, _ := e.dyn.Resource(crontabs).Namespace("default").List(e.ctx, metav1.ListOptions{})
 	// timeoutSeconds ends the stream cleanly.
@@ -245,7 +245,7 @@ func TestWatchTimeoutAndExpiry(t *testing.T) {
 
 func TestInformerSyncs(t *testing.T) {
 	e := start(t)
-	e.createCRD(fixtureCRD(t, "crd-crontab-basic"))
+	e.createCRD(cronTabCRD(t))
 	e.seed("default", 3)
 	// client-go's informer (a reflector using the streaming-list protocol
 	// where supported) sees the objects and later changes.

@@ -119,12 +119,12 @@ func keys[V any](m map[string]V) []string {
 	return ks
 }
 
-// cronTab is the CronTab CRD of the spec fixtures, defaulted and
-// Established, in group (stable.example.com unless given) at a
-// resourceVersion.
+// cronTab is the README's CronTab CRD (examples/crontab-crd.yaml),
+// defaulted and Established, in group (stable.example.com unless given) at
+// a resourceVersion.
 func cronTab(t *testing.T, group, resourceVersion string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	b, err := os.ReadFile("testdata/crd-crontab-basic.yaml")
+	b, err := os.ReadFile("../../examples/crontab-crd.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
