@@ -50,7 +50,7 @@ var (
 )
 
 // crtCronTab is a hand-written Go type for the CronTab CRD
-// (testdata/crontab-crd.yaml), as an operator would generate it.
+// (examples/crontab-crd.yaml), as an operator would generate it.
 type crtCronTab struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

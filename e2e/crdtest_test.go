@@ -25,7 +25,7 @@ import (
 // ConfigMap it owns.
 func TestCrdtestWithControllerRuntime(t *testing.T) {
 	crtSetLogger(t)
-	srv := crdtest.Start(t, crdtest.Options{CRDPaths: []string{"testdata/crontab-crd.yaml"}})
+	srv := crdtest.Start(t, crdtest.Options{CRDPaths: []string{crdFile}})
 	cronTab := schema.GroupVersionKind{Group: "stable.example.com", Version: "v1", Kind: "CronTab"}
 
 	mgr, err := ctrl.NewManager(srv.Config, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})

@@ -36,6 +36,7 @@
 // Helm; etcd_test.go and replicas_test.go run several replicas on a
 // 3-member etcd of processes and put faults to them.
 // The server serves HTTPS with the certificates it makes in its data folder;
-// the admin kubeconfig it writes holds them. testdata/ holds the fixtures,
-// copied from the project's spec (spec/crd-fixtures.yaml).
+// the admin kubeconfig it writes holds them. testdata/ holds the fixtures
+// of e2e alone; the CronTab CRD and CronTab are the README's (examples/),
+// the lossy Widgets of check-conversion internal/fixtures'.
 package e2e

@@ -11,10 +11,11 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The fixtures, copied from spec/crd-fixtures.yaml.
+// The CronTab CRD and a CronTab: the README's examples, which the
+// integration tests use too.
 const (
-	crdFile     = "testdata/crontab-crd.yaml" // crd-crontab-basic
-	cronTabFile = "testdata/crontab.yaml"     // cr-crontab-basic
+	crdFile     = "../examples/crontab-crd.yaml"
+	cronTabFile = "../examples/my-crontab.yaml"
 	crdName     = "crontabs.stable.example.com"
 	cronTabName = "my-new-cron-object"
 )
