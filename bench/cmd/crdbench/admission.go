@@ -399,7 +399,7 @@ func runAdmission(args []string) error {
 				}
 			}
 		}
-		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printAdmission(res) }, err)
+		return done(*jsonOut, res, &res.Error, res.Failures, err)
 	}
 
 	// Others' admission objects, for the record (they would be evaluated too).
@@ -513,30 +513,6 @@ func runAdmission(args []string) error {
 		res.Configs[k].medians()
 	}
 	return finish(nil)
-}
-
-func printAdmission(r *admissionResult) {
-	fmt.Printf("%s: server %s  protocol %s  namespace %s  %d creates per round, %d rounds, %d workers, body %d bytes\n",
-		r.Name, r.Server, r.Protocol, r.Namespace, r.N, r.Rounds, r.Concurrency, r.BodyBytes)
-	fmt.Printf("webhook %s (protocols %v); admission objects before: %v; load average %s at the start, %s at the end\n",
-		r.WebhookURL, r.HookProtos, r.Existing, r.LoadStart, r.LoadEnd)
-	fmt.Printf("%-26s %5s %9s %8s %8s %10s %7s %8s %6s\n", "configuration", "round", "creates/s", "p50_ms", "p99_ms", "cpu_us/op", "errors", "settle_s", "load1")
-	for _, cf := range r.Configs {
-		for _, rd := range cf.Rounds {
-			fmt.Printf("%-26s %5d %9.1f %8.2f %8.2f %10.1f %7d %8.2f %6.2f\n", cf.Name, rd.Round, rd.Create.PerSecond, rd.Create.P50Ms, rd.Create.P99Ms,
-				rd.CPUPerCreate, rd.Create.Errors, rd.SettleSec, rd.Load1)
-		}
-		if cf.GoodRounds > 0 {
-			fmt.Printf("%-26s %5s %9.1f %8.2f %8.2f %10.1f   (median of %d rounds)\n", cf.Name, "med", cf.PerSecond, cf.P50Ms, cf.P99Ms, cf.CPUPerCreate, cf.GoodRounds)
-		}
-	}
-	if r.Removed != "" {
-		fmt.Println("admission objects:", r.Removed)
-	}
-	if r.Cleanup != "" {
-		fmt.Println("cleanup:", r.Cleanup)
-	}
-	printFailures(r.Failures, r.Error)
 }
 
 // admSide is the admission benchmark of one server (admission-NAME.json).

@@ -435,7 +435,7 @@ func runConvert(args []string) error {
 		hook.protoMu.Unlock()
 		res.MaxObjsPerCall = hook.maxObjs.Load()
 		res.Failures = append(res.Failures, firstError(res.Phases...)...)
-		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printConvert(res) }, err)
+		return done(*jsonOut, res, &res.Error, res.Failures, err)
 	}
 
 	// The two CRDs. An existing one is not touched: it may be someone else's.
@@ -579,36 +579,6 @@ func runConvert(args []string) error {
 	}
 	res.RSSAfter, res.RSSAfterMiB = readRSS(rssPIDs)
 	return finish(nil)
-}
-
-func printConvert(r *convertResult) {
-	fmt.Printf("server %s  protocol %s  webhook %s  (protocols %v, largest review %d objects)\n", r.Server, r.Protocol, r.WebhookURL, r.WebhookProtos, r.MaxObjsPerCall)
-	for _, p := range r.Phases {
-		h := r.PopulateHooks[p.Name]
-		fmt.Printf("%-16s %d creates, %d errors, %.1f req/s; webhook meanwhile: %d calls, %d objects\n", p.Name, p.Requests, p.Errors, p.PerSecond, h.Calls, h.Objects)
-	}
-	for _, cl := range r.Lists {
-		if cl.Warmup != nil {
-			fmt.Printf("%-16s warm-up %.2f ms, %d webhook calls\n", cl.Name, cl.Warmup.Ms, cl.Warmup.Webhook.Calls)
-		}
-		for i, s := range cl.Samples {
-			fmt.Printf("%-16s list %d: %.2f ms, %d items, %d bytes, HTTP %d, webhook %d calls / %d objects / %.2f ms in its handler (+ %.2f ms reading bodies, %.2f ms counting)\n",
-				cl.Name, i+1, s.Ms, s.Items, s.Bytes, s.Status, s.Webhook.Calls, s.Webhook.Objects, s.Webhook.BusyMs, s.Webhook.ReadMs, s.Webhook.CountMs)
-		}
-		if cl.MedianMs > 0 {
-			fmt.Printf("%-16s median %.2f ms, min %.2f ms, max %.2f ms, %d webhook calls per list\n", cl.Name, cl.MedianMs, cl.MinMs, cl.MaxMs, cl.CallsPerList)
-		}
-	}
-	if w, nn := r.list("webhook-v1"), r.list("none-v1"); w != nil && nn != nil && w.MedianMs > 0 && nn.MedianMs > 0 {
-		fmt.Printf("webhook ÷ None (medians): %.2f×\n", w.MedianMs/nn.MedianMs)
-	}
-	if r.Cleanup != "" {
-		fmt.Println("cleanup:", r.Cleanup)
-	}
-	if h := r.CleanupHooks; h != nil {
-		fmt.Printf("webhook during the cleanup: %d calls, %d objects\n", h.Calls, h.Objects)
-	}
-	printFailures(r.Failures, r.Error)
 }
 
 // serveCronTabWebhook serves the example CronTab conversion webhook

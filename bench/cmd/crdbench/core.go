@@ -387,7 +387,7 @@ func runCore(args []string) error {
 		for _, p := range res.Phases {
 			res.Failures = append(res.Failures, firstError(p.phase)...)
 		}
-		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printCore(res) }, err)
+		return done(*jsonOut, res, &res.Error, res.Failures, err)
 	}
 
 	// The namespace: it must not exist (it could be someone else's).
@@ -634,63 +634,6 @@ func renewLeases(c *client, lr *leaseResult, last [][]byte, coll string, leaseNa
 	if len(lr.FastStatuses) == 0 {
 		lr.FastStatuses = nil
 	}
-}
-
-func printCore(r *coreResult) {
-	fmt.Printf("%s: server %s  namespace %s  protocol %s  client-cert %v  ConfigMap body %d bytes (%d of data)\n",
-		r.Name, r.Server, r.Namespace, r.Protocol, r.ClientCert, r.ConfigMapBytes, r.ConfigMapData)
-	fmt.Printf("%-16s %4s %6s %6s %9s %9s %8s %8s %8s %8s %8s %9s\n", "phase", "conc", "reqs", "errors", "wall_s", "req/s", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms", "srv_cpu_s")
-	cpu := func(w *cpuWindow) string {
-		if w == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f", w.TotalSec)
-	}
-	for _, p := range r.Phases {
-		fmt.Printf("%-16s %4d %6d %6d %9.3f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f %9s\n", p.Name, p.Concurrency, p.Requests, p.Errors, p.WallSec, p.PerSecond, p.MeanMs, p.P50Ms, p.P90Ms, p.P99Ms, p.MaxMs, cpu(p.CPU))
-	}
-	for i, s := range r.Lists {
-		fmt.Printf("list %d: %.2f ms, %d items, %d bytes, HTTP %d\n", i+1, s.Ms, s.Items, s.Bytes, s.Status)
-	}
-	if len(r.Lists) > 0 {
-		fmt.Printf("list median %.2f ms (min %.2f, max %.2f); server CPU over the lists %s s\n", r.ListMedianMs, r.ListMinMs, r.ListMaxMs, cpu(r.ListCPU))
-	}
-	if lr := r.Lease; lr != nil && lr.TicksPerLease > 0 {
-		p := lr.Latency
-		fmt.Printf("leases: %d renewed every %.1fs for %.0fs: %d scheduled, %d ok, %d failed %v, %d fast-path refused %v, %d ticks missed\n",
-			lr.Leases, lr.PeriodSec, lr.DurationSec, lr.Scheduled, lr.OK, lr.Failed, lr.FailedStatuses, lr.FastPathRefused, lr.FastStatuses, lr.Missed)
-		fmt.Printf("renewal latency: mean %.2f p50 %.2f p90 %.2f p99 %.2f max %.2f ms; %.1f renewals/s; start lag p50 %.2f p99 %.2f max %.2f ms; PUT body %d bytes\n",
-			p.MeanMs, p.P50Ms, p.P90Ms, p.P99Ms, p.MaxMs, p.PerSecond, lr.LagP50Ms, lr.LagP99Ms, lr.LagMaxMs, lr.PutBodyBytes)
-		for _, w := range []struct {
-			what string
-			w    *cpuWindow
-		}{{"idle", lr.Idle}, {"renewals", lr.CPU}} {
-			if w.w == nil {
-				continue
-			}
-			fmt.Printf("server CPU, %s: %.2f s over %.1f s (%.1f%% of one core)", w.what, w.w.TotalSec, w.w.WallSec, w.w.CorePct)
-			for _, pc := range w.w.Procs {
-				fmt.Printf("; %s %.2f s", pc.Name, pc.CPUSec)
-				if !pc.Counted {
-					fmt.Printf(" (not counted)")
-				}
-				if pc.Error != "" {
-					fmt.Printf(" [%s]", pc.Error)
-				}
-			}
-			fmt.Println()
-		}
-		for _, m := range lr.RSSEnd {
-			fmt.Printf("after the renewals: %s pid %d VmRSS %.1f MiB %s\n", m.Name, m.PID, m.VMRSSMiB, m.Error)
-		}
-		if lr.Aborted != "" {
-			fmt.Printf("renewals aborted: %s\n", lr.Aborted)
-		}
-	}
-	if r.Cleanup != "" {
-		fmt.Printf("cleanup: %s\n", r.Cleanup)
-	}
-	printFailures(r.Failures, r.Error)
 }
 
 // coreSide is the core-types benchmark of one server (core-NAME.json).

@@ -514,17 +514,8 @@ func runCRDs(args []string) error {
 		conc: *conc, settle: *settle, timeout: *timeout, first: *first, discoveries: *discoveries, openapiGVs: *openapiGVs,
 		v2: *v2, watches: *watches, reapply: *reapply, deleteAll: *deleteAll, kubectl: *kubectl, kubeconfig: *kubeconfig, rss: rssPIDs,
 	})
-	if err != nil {
-		r.Error = err.Error()
-	}
 	r.LoadEnd = loadavg()
-	printCRDs(r)
-	if *jsonOut != "" {
-		if werr := writeJSON(*jsonOut, r); werr != nil {
-			return werr
-		}
-	}
-	return err
+	return done(*jsonOut, r, &r.Error, nil, err)
 }
 
 type crdsOptions struct {
@@ -905,39 +896,6 @@ func (r *crdsResult) reapplyAll(ctx context.Context, l *client, w *crdWatch, crd
 	time.Sleep(o.settle)
 	r.RSSReappliedMiB = sumRSS(o.rss)
 	return nil
-}
-
-func printCRDs(r *crdsResult) {
-	fmt.Printf("crds: %d CRDs on %s, %d at a time (load %s → %s)\n", r.CRDs, r.Server, r.Concurrency, r.Load, r.LoadEnd)
-	fmt.Printf("  memory empty %.1f MiB\n", r.RSSEmptyMiB)
-	fmt.Printf("  install: creates %.1f s, all %d Established %.1f s (errors %d), peak %.1f MiB, settled %.1f MiB (%.0f KiB a CRD)\n",
-		r.CreatesSec, r.Established, r.EstablishedSec, r.CreateErrors, r.RSSPeakMiB, r.RSSInstalledMiB, r.KiBPerCRD)
-	if r.CreateFailure != nil {
-		fmt.Printf("    first failure: %+v\n", *r.CreateFailure)
-	}
-	fmt.Printf("  aggregated discovery: cold %.1f ms, median %.1f ms (%d groups, %d bytes)\n", r.DiscoveryColdMs, r.DiscoveryMs, r.DiscoveryGroups, r.DiscoveryBytes)
-	fmt.Printf("  openapi v3: root %.1f ms; %d group/versions cold: median %.1f ms, p90 %.1f ms, max %.1f ms (median %d bytes)\n", r.OpenAPIRootMs, r.OpenAPIColdCount, r.OpenAPIColdMs, r.OpenAPIColdP90Ms, r.OpenAPIColdMaxMs, r.OpenAPIColdBytes)
-	for _, k := range r.Kubectl {
-		fmt.Printf("  kubectl %s: ok=%v %.0f ms: %s\n", strings.Join(k.Args, " "), k.OK, k.Ms, strings.ReplaceAll(k.Output, "\n", " | "))
-	}
-	fmt.Printf("  first requests: %d, p50 %.1f ms, p99 %.1f ms, max %.1f ms, errors %d; peak %.1f MiB, settled %.1f MiB\n",
-		r.First.Requests, r.First.P50Ms, r.First.P99Ms, r.First.MaxMs, r.First.Errors, r.RSSPeakUseMiB, r.RSSUsedMiB)
-	if r.First.FirstError != nil {
-		fmt.Printf("    first failure: %+v\n", *r.First.FirstError)
-	}
-	fmt.Printf("  openapi v2: %.0f ms, %d bytes, then %.1f MiB %s\n", r.OpenAPIV2Ms, r.OpenAPIV2Bytes, r.RSSAfterV2MiB, r.OpenAPIV2Failure)
-	fmt.Printf("  re-apply: writes %.1f s, all Established %.1f s, new schema served %v at %.1f s (errors %d); watches %d, ended %d, heard %d; peak %.1f MiB, settled %.1f MiB\n",
-		r.ReapplySec, r.ReappliedSec, r.ReapplyServedOK, r.ReapplyServedSec, r.ReapplyErrors, r.Watches, r.WatchesEnded, r.WatchesHeard, r.RSSPeakReapplyMiB, r.RSSReappliedMiB)
-	if r.ReapplyFailure != nil {
-		fmt.Printf("    first failure: %+v\n", *r.ReapplyFailure)
-	}
-	fmt.Printf("  delete: %.1f s, all gone %v (errors %d), then %.1f MiB\n", r.DeleteSec, r.DeletedAll, r.DeleteErrors, r.RSSEndMiB)
-	if r.DeleteFailure != nil {
-		fmt.Printf("    first failure: %+v\n", *r.DeleteFailure)
-	}
-	if r.Error != "" {
-		fmt.Printf("  error: %s\n", r.Error)
-	}
 }
 
 // crdsReport writes the section "Thousands of CRDs" from crds-*.json:

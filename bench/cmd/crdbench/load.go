@@ -165,7 +165,7 @@ func runLoad(args []string) error {
 			res.ManagedFields = len(obj.Metadata.ManagedFields) > 0
 		}
 		res.Failures = append(res.Failures, firstError(res.Phases...)...)
-		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printLoad(res) }, err)
+		return done(*jsonOut, res, &res.Error, res.Failures, err)
 	}
 
 	if *crd != "" {
@@ -262,22 +262,4 @@ func runLoad(args []string) error {
 		}, nil))
 	}
 	return finish(nil)
-}
-
-func printLoad(r *loadResult) {
-	fmt.Printf("server %s  collection %s  protocol %s  client-cert %v  body %d bytes\n", r.Server, r.Collection, r.Protocol, r.ClientCert, r.BodyBytes)
-	fmt.Printf("%-9s %4s %6s %6s %9s %9s %8s %8s %8s %8s %8s\n", "phase", "conc", "reqs", "errors", "wall_s", "req/s", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")
-	for _, p := range r.Phases {
-		fmt.Printf("%-9s %4d %6d %6d %9.3f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f\n", p.Name, p.Concurrency, p.Requests, p.Errors, p.WallSec, p.PerSecond, p.MeanMs, p.P50Ms, p.P90Ms, p.P99Ms, p.MaxMs)
-	}
-	for i, s := range r.Lists {
-		fmt.Printf("list %d: %.2f ms, %d items, %d bytes, HTTP %d\n", i+1, s.Ms, s.Items, s.Bytes, s.Status)
-	}
-	for _, m := range r.RSSAfter {
-		fmt.Printf("after the lists: %s pid %d VmRSS %.1f MiB\n", m.Name, m.PID, m.VMRSSMiB)
-	}
-	if len(r.Lists) > 0 {
-		fmt.Printf("list median %.2f ms (min %.2f, max %.2f)\n", r.ListMedianMs, r.ListMinMs, r.ListMaxMs)
-	}
-	printFailures(r.Failures, r.Error)
 }

@@ -59,9 +59,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 )
 
@@ -109,21 +111,62 @@ func usage() {
 
 // done ends a workload's run: its error, if any, into errField; the result
 // shown and written as JSON to jsonOut (if given). A run that recorded
-// failures ends in an error.
-func done(jsonOut string, res any, errField *string, failures int, show func(), err error) error {
+// failures fs ends in an error.
+func done(jsonOut string, res any, errField *string, fs []failure, err error) error {
 	if err != nil {
 		*errField = err.Error()
 	}
-	show()
+	show(res, fs, *errField, jsonOut == "")
 	if jsonOut != "" {
 		if werr := writeJSON(jsonOut, res); werr != nil {
 			return werr
 		}
 	}
-	if err == nil && failures > 0 {
-		err = fmt.Errorf("%d failure(s)", failures)
+	if err == nil && len(fs) > 0 {
+		err = fmt.Errorf("%d failure(s)", len(fs))
 	}
 	return err
+}
+
+// show is every workload's printout: a line for each timed phase of the
+// result (found by walking it), its failures and its error; with asJSON
+// (no -json file) also the whole result, which holds every other figure.
+func show(res any, fs []failure, errText string, asJSON bool) {
+	fmt.Printf("%-9s %4s %6s %6s %9s %9s %8s %8s %8s %8s %8s\n", "phase", "conc", "reqs", "errors", "wall_s", "req/s", "mean_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms")
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Slice, reflect.Array:
+			for i := 0; i < v.Len(); i++ {
+				walk(v.Index(i))
+			}
+		case reflect.Struct:
+			if p, ok := v.Interface().(phase); ok {
+				fmt.Printf("%-9s %4d %6d %6d %9.3f %9.1f %8.2f %8.2f %8.2f %8.2f %8.2f\n", p.Name, p.Concurrency, p.Requests, p.Errors, p.WallSec, p.PerSecond, p.MeanMs, p.P50Ms, p.P90Ms, p.P99Ms, p.MaxMs)
+				return
+			}
+			for i := 0; i < v.NumField(); i++ {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i))
+				}
+			}
+		}
+	}
+	walk(reflect.ValueOf(res))
+	if asJSON {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Println(string(b))
+	}
+	for _, f := range fs {
+		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
+	}
+	if errText != "" {
+		fmt.Printf("ERROR: %s\n", errText)
+	}
 }
 
 // firstError is the first failed request of each phase.
@@ -135,16 +178,6 @@ func firstError(ps ...phase) []failure {
 		}
 	}
 	return fs
-}
-
-// printFailures prints a run's failures and error.
-func printFailures(fs []failure, err string) {
-	for _, f := range fs {
-		fmt.Printf("FAILED %s: %s %s -> HTTP %d %s %s\n", f.Phase, f.Method, f.Path, f.Status, f.Error, strings.Join(strings.Fields(f.Body), " "))
-	}
-	if err != "" {
-		fmt.Printf("ERROR: %s\n", err)
-	}
 }
 
 // bound is a check of a subcommand's flags: when broken, the run stops

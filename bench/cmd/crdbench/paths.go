@@ -586,7 +586,7 @@ func runPaths(args []string) error {
 		if err == nil && ctx.Err() != nil {
 			err = errors.New("interrupted")
 		}
-		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printPaths(res) }, err)
+		return done(*jsonOut, res, &res.Error, res.Failures, err)
 	}
 
 	for r := 1; r <= *rounds; r++ {
@@ -1242,65 +1242,6 @@ func (p *pathsRun) convRow(rd *pathsRound, roundCRDs *[]string) {
 	}
 	log.Printf("  None → Webhook (observed in %.0f ms, served in %.0f ms): first GET HTTP %d in %.1f ms; a 200 list after %.1f ms, %d GETs, %d webhook calls",
 		cv.Flip.ObservedMs, cv.Flip.ServedMs, cv.Flip.List.Status, cv.Flip.List.Ms, cv.Flip.List.UntilOKMs, cv.Flip.List.Attempts, cv.Flip.List.Webhook.Calls)
-}
-
-func printPaths(r *pathsResult) {
-	fmt.Printf("%s: server %s  protocol %s  run %s  %d objects of %d bytes, %d round(s)\n", r.Name, r.Server, r.Protocol, r.RunID, r.N, r.BodyBytes, len(r.RoundsData))
-	for _, rd := range r.RoundsData {
-		fmt.Printf("round %d (%.1f s, load %.2f):\n", rd.Round, rd.WallSec, rd.Load1)
-		if p := rd.Creates; p != nil {
-			fmt.Printf("  creates  %d with %d workers: %.1f req/s, p50 %.2f ms, p99 %.2f ms, %d errors\n", p.Requests, p.Concurrency, p.PerSecond, p.P50Ms, p.P99Ms, p.Errors)
-		}
-		if len(rd.RSS) > 0 {
-			fmt.Printf("  RSS      %.1f MiB after the creates (%.1f MiB before)\n", rd.RSSMiB, rd.RSSBeforeMiB)
-		}
-		if p := rd.Gets; p != nil {
-			fmt.Printf("  gets     %d sequential: %.1f req/s, p50 %.2f ms, p99 %.2f ms, %d errors\n", p.Requests, p.PerSecond, p.P50Ms, p.P99Ms, p.Errors)
-		}
-		for i, s := range rd.Lists {
-			fmt.Printf("  list %d   %.1f ms, %d items, %d bytes, %d on the wire (%s), HTTP %d\n", i+1, s.Ms, s.Items, s.Bytes, s.WireBytes, s.Encoding, s.Status)
-		}
-		for i, w := range rd.Walks {
-			fmt.Printf("  walk %d   %.1f ms (%.1f ms in requests), %d pages, %d items, slowest page %.1f ms\n", i+1, w.Ms, w.RequestMs, w.Pages, w.Items, w.MaxPageMs)
-		}
-		for _, w := range rd.Watches {
-			fmt.Printf("  watch    %d watchers (%d connections): %d/%d delivered, %d missed, p50 %.1f ms, p99 %.1f ms, max %.1f ms; patches p50 %.1f ms\n",
-				w.Watchers, w.Conns, w.Delivered, w.Expected, w.Missed, w.P50Ms, w.P99Ms, w.MaxMs, w.WriteP50Ms)
-		}
-		if d := rd.Delete; d != nil {
-			fmt.Printf("  delete   CRD of %d objects: gone after %.0f ms, collection 404 after %.0f ms\n", d.Objects, d.GoneMs, d.CollectionGoneMs)
-		}
-		for _, fc := range rd.FirstCreates {
-			fmt.Printf("  first    create after Established: %.1f ms, %d attempts %v\n", fc.Ms, fc.Attempts, fc.Statuses)
-		}
-		if cv := rd.Conv; cv != nil {
-			for _, x := range []struct {
-				what string
-				l    *convListRun
-			}{{"first list", cv.First}, {"warm list", cv.Warm}} {
-				if x.l != nil {
-					fmt.Printf("  conv     %s %.1f ms (%d calls, %d objects)\n", x.what, x.l.Ms, x.l.Webhook.Calls, x.l.Webhook.Objects)
-				}
-			}
-			for _, x := range []struct {
-				what string
-				ch   *convChange
-			}{{"after edit", cv.Edit}, {"as None", cv.ToNone}, {"after flip", cv.Flip}} {
-				if x.ch != nil && x.ch.List != nil {
-					l := x.ch.List
-					fmt.Printf("  conv     %s: observed %.0f ms, served %.0f ms; first GET HTTP %d %.1f ms %s; 200 after %.1f ms, %d GETs (%d calls, %d objects)\n",
-						x.what, x.ch.ObservedMs, x.ch.ServedMs, l.Status, l.Ms, l.Message, l.UntilOKMs, l.Attempts, l.Webhook.Calls, l.Webhook.Objects)
-				}
-			}
-		}
-		for row, why := range rd.Failed {
-			fmt.Printf("  FAILED   %s: %s\n", row, why)
-		}
-	}
-	for _, c := range r.Cleanup {
-		fmt.Println("cleanup:", c)
-	}
-	printFailures(r.Failures, r.Error)
 }
 
 // pathsSide is the paths benchmark of one server (paths-NAME.json).

@@ -131,7 +131,7 @@ func runRules(args []string) error {
 	finish := func(err error) error {
 		res.Protocol = l.protocol()
 		res.Failures = append(res.Failures, firstError(res.Phases...)...)
-		return done(*jsonOut, res, &res.Error, len(res.Failures), func() { printRules(res) }, err)
+		return done(*jsonOut, res, &res.Error, res.Failures, err)
 	}
 	post := func(phase, path string, body []byte, want ...int) bool {
 		code, b, err := l.do(ctx, http.MethodPost, base+path, body)
@@ -286,16 +286,6 @@ func runRules(args []string) error {
 	res.WarmRulesOverNone = ratio(rules.WarmMedian, none.WarmMedian)
 	res.WarmWebhookOverRules = ratio(hookC.WarmMedian, rules.WarmMedian)
 	return finish(nil)
-}
-
-func printRules(r *rulesResult) {
-	fmt.Printf("server %s  protocol %s  %d objects per collection, %d rounds, %d warm GETs per round\n", r.Server, r.Protocol, r.N, r.Rounds, r.Warm)
-	for _, c := range r.Colls {
-		fmt.Printf("%-16s cold median %8.1f ms %v   warm median %8.1f ms\n", c.Name, c.ColdMedian, c.ColdMs, c.WarmMedian)
-	}
-	fmt.Printf("rules ÷ None: cold %.2f×, warm %.2f×; webhook ÷ rules: cold %.2f×, warm %.2f×\n",
-		r.ColdRulesOverNone, r.WarmRulesOverNone, r.ColdWebhookOverRules, r.WarmWebhookOverRules)
-	printFailures(r.Failures, r.Error)
 }
 
 // rulesReport writes the declarative conversion section (rules-crdserver.json,
