@@ -31,6 +31,7 @@ package main
 //     (a printer column added), and after a flip None → Webhook.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1324,63 +1325,56 @@ func watchOf(rd *pathsRound, w int) *watchRun {
 	return find(rd.Watches, func(x *watchRun) bool { return x.Watchers == w })
 }
 
-// pathsReport writes the section of crdbench paths
-// (crdserver beside the reference) and returns its failures.
-func pathsReport(dir string, p func(string, ...any)) (fails []string) {
-	c, r := loadPathsSide(dir, "crdserver"), loadPathsSide(dir, "reference")
-	if c.res == nil && r.res == nil {
-		return nil
-	}
-	first := c.res
-	if first == nil {
-		first = r.res
-	}
-	sides := []struct {
-		name string
-		s    pathsSide
-	}{{"crdserver", c}, {"reference", r}}
-	var rss []string
-	for _, x := range sides {
-		if x.s.res != nil && len(x.s.res.RSSProcs) > 0 {
-			rss = append(rss, fmt.Sprintf("%s: %s", x.name, strings.Join(x.s.res.RSSProcs, " + ")))
-		}
-	}
-	rounds := []string{}
-	for _, x := range sides {
-		if x.s.res != nil {
-			rounds = append(rounds, fmt.Sprintf("%s %d", x.name, len(x.s.res.RoundsData)))
-		}
-	}
-	nObj := commas(first.N)
+// pathsRow is a row of the paths table: its number, its metric, its cell
+// for one server, and whether the two cells' ratio means anything.
+type pathsRow struct {
+	no, metric string
+	cell       func(pathsSide) val
+	ratio      bool
+}
 
-	p("## Paths of the performance issue\n\n")
-	p("`crdbench paths`: the rows of the performance issue that the other sections do not measure, on both servers, in rounds (%s). "+
-		"Each round creates CRDs of its own (fresh API groups under `%s`, labelled `%s`; the conversion CRD is `%s`, created afresh in each round) "+
-		"in the namespace `%s`, and deletes them again before the next. A figure is the median over the rounds, with the smallest and largest "+
-		"round in brackets; ratios are crdserver ÷ reference of the medians. A row that failed in any round shows no figure. "+
-		"Every request goes over HTTPS and HTTP/2 with the admin client certificate; crdbench runs on the same cores as the servers.\n\n",
-		strings.Join(rounds, ", "), pathsDomain, pathsLabel+"=<run>", webhookCRDName, first.Namespace)
-	t := pathsTable{newTable("#", "metric", "crdserver", "reference", "ratio"), c, r}
+// convStep is one step of row 6 ("first", "warm", "edit", "none", "flip"):
+// the CRD change before it (none for the first two) and its list.
+func convStep(cv *convPaths, step string) (*convChange, *convListRun) {
+	switch {
+	case cv == nil:
+		return nil, nil
+	case step == "first":
+		return nil, cv.First
+	case step == "warm":
+		return nil, cv.Warm
+	}
+	ch := map[string]*convChange{"edit": cv.Edit, "none": cv.ToNone, "flip": cv.Flip}[step]
+	if ch == nil {
+		return nil, nil
+	}
+	return ch, ch.List
+}
 
-	// 1. GETs.
-	gets := func(rd *pathsRound) *phase { return rd.Gets }
-	perSec := func(p *phase) float64 { return p.PerSecond }
-	p50 := func(p *phase) float64 { return p.P50Ms }
-	p99 := func(p *phase) float64 { return p.P99Ms }
-	g := pathsRows("gets")
-	t.fig("1", fmt.Sprintf("%s sequential GETs of single objects: throughput", commas(first.Gets)), g, phaseFig(gets, perSec), 0, " req/s")
-	t.fig("1", "… p50", g, phaseFig(gets, p50), 2, " ms")
-	t.fig("1", "… p99", g, phaseFig(gets, p99), 2, " ms")
+// pathsTableRows are the rows of the paths table, each figure the median
+// over the rounds of both servers.
+func pathsTableRows(first *pathsResult, nObj, rss string) []pathsRow {
+	var rows []pathsRow
+	add := func(no, metric string, ratio bool, cell func(pathsSide) val) {
+		rows = append(rows, pathsRow{no, metric, cell, ratio})
+	}
+	fig := func(keys []string, f func(*pathsRound) (float64, bool), prec int, unit string) func(pathsSide) val {
+		return func(s pathsSide) val { return s.cell(keys, f, prec, unit) }
+	}
+	k := pathsRows
+	for _, x := range []struct {
+		no, key, metric string
+		get             func(*pathsRound) *phase
+	}{
+		{"1", "gets", commas(first.Gets) + " sequential GETs of single objects: throughput", func(rd *pathsRound) *phase { return rd.Gets }},
+		{"2", "creates", fmt.Sprintf("%s creates (%s-byte bodies) from %d workers sharing one HTTP/2 connection: throughput", commas(first.Creates), commas(first.BodyBytes), first.Concurrency),
+			func(rd *pathsRound) *phase { return rd.Creates }},
+	} {
+		add(x.no, x.metric, true, fig(k(x.key), phaseFig(x.get, func(p *phase) float64 { return p.PerSecond }), 0, " req/s"))
+		add(x.no, "… p50", true, fig(k(x.key), phaseFig(x.get, func(p *phase) float64 { return p.P50Ms }), 2, " ms"))
+		add(x.no, "… p99", true, fig(k(x.key), phaseFig(x.get, func(p *phase) float64 { return p.P99Ms }), 2, " ms"))
+	}
 
-	// 2. Creates.
-	creates := func(rd *pathsRound) *phase { return rd.Creates }
-	cr := pathsRows("creates")
-	t.fig("2", fmt.Sprintf("%s creates (%s-byte bodies) from %d workers sharing one HTTP/2 connection: throughput", commas(first.Creates), commas(first.BodyBytes), first.Concurrency), cr, phaseFig(creates, perSec), 0, " req/s")
-	t.fig("2", "… p50", cr, phaseFig(creates, p50), 2, " ms")
-	t.fig("2", "… p99", cr, phaseFig(creates, p99), 2, " ms")
-
-	// 3. Full list with gzip.
-	l := pathsRows("list")
 	lastList := func(f func(gzipList) float64) func(*pathsRound) (float64, bool) {
 		return func(rd *pathsRound) (float64, bool) {
 			if len(rd.Lists) == 0 {
@@ -1389,34 +1383,25 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 			return f(rd.Lists[len(rd.Lists)-1]), true
 		}
 	}
-	t.fig("3", fmt.Sprintf("full list of %s objects, `Accept-Encoding: gzip`, until read and decompressed (median of %d per round)", nObj, first.Lists), l, func(rd *pathsRound) (float64, bool) { return rd.ListMedianMs, rd.ListMedianMs > 0 }, 1, " ms")
-	t.fig("3", "… bytes on the wire", l, lastList(func(s gzipList) float64 { return float64(s.WireBytes) / 1e6 }), 2, " MB")
-	t.fig("3", "… decompressed", l, lastList(func(s gzipList) float64 { return float64(s.Bytes) / 1e6 }), 2, " MB")
-	enc := func(s pathsSide) string {
+	add("3", fmt.Sprintf("full list of %s objects, `Accept-Encoding: gzip`, until read and decompressed (median of %d per round)", nObj, first.Lists), true,
+		fig(k("list"), func(rd *pathsRound) (float64, bool) { return rd.ListMedianMs, rd.ListMedianMs > 0 }, 1, " ms"))
+	add("3", "… bytes on the wire", true, fig(k("list"), lastList(func(s gzipList) float64 { return float64(s.WireBytes) / 1e6 }), 2, " MB"))
+	add("3", "… decompressed", true, fig(k("list"), lastList(func(s gzipList) float64 { return float64(s.Bytes) / 1e6 }), 2, " MB"))
+	add("3", "… Content-Encoding of the answers", false, func(s pathsSide) val {
 		if s.res == nil {
-			return s.why
+			return label(s.why)
 		}
 		var e []string
 		for _, rd := range s.res.RoundsData {
 			for _, x := range rd.Lists {
-				v := x.Encoding
-				if v == "" {
-					v = "identity"
-				}
-				if !slices.Contains(e, v) {
+				if v := cmp.Or(x.Encoding, "identity"); !slices.Contains(e, v) {
 					e = append(e, v)
 				}
 			}
 		}
-		if len(e) == 0 {
-			return "not reached"
-		}
-		return strings.Join(e, ", ")
-	}
-	t.row("3", "… Content-Encoding of the answers", enc(c), enc(r), "–")
+		return label(cmp.Or(strings.Join(e, ", "), "not reached"))
+	})
 
-	// 4. Paged walks.
-	w := pathsRows("pages")
 	lastWalk := func(f func(pageWalk) float64) func(*pathsRound) (float64, bool) {
 		return func(rd *pathsRound) (float64, bool) {
 			if len(rd.Walks) == 0 {
@@ -1425,21 +1410,21 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 			return f(rd.Walks[len(rd.Walks)-1]), true
 		}
 	}
-	t.fig("4", fmt.Sprintf("paged list, `limit=%d`, walk of all %s objects by `continue` (gzip as above): time per walk (median of %d per round)", first.PageLimit, nObj, first.Walks), w, func(rd *pathsRound) (float64, bool) { return rd.WalkMedianMs, rd.WalkMedianMs > 0 }, 1, " ms")
-	t.fig("4", "… of which in the pages' requests (the rest is crdbench decoding each page for its `continue`)", w, func(rd *pathsRound) (float64, bool) {
+	add("4", fmt.Sprintf("paged list, `limit=%d`, walk of all %s objects by `continue` (gzip as above): time per walk (median of %d per round)", first.PageLimit, nObj, first.Walks), true,
+		fig(k("pages"), func(rd *pathsRound) (float64, bool) { return rd.WalkMedianMs, rd.WalkMedianMs > 0 }, 1, " ms"))
+	add("4", "… of which in the pages' requests (the rest is crdbench decoding each page for its `continue`)", true, fig(k("pages"), func(rd *pathsRound) (float64, bool) {
 		var v []float64
 		for _, x := range rd.Walks {
 			v = append(v, x.RequestMs)
 		}
 		return median(v), len(v) > 0
-	}, 1, " ms")
-	t.fig("4", "… slowest page of a walk", w, lastWalk(func(x pageWalk) float64 { return x.MaxPageMs }), 1, " ms")
-	t.figNR("4", "… pages per walk", w, lastWalk(func(x pageWalk) float64 { return float64(x.Pages) }), 0, "")
-	t.figNR("4", "… items checked per walk (each once)", w, lastWalk(func(x pageWalk) float64 { return float64(x.Items) }), 0, "")
+	}, 1, " ms"))
+	add("4", "… slowest page of a walk", true, fig(k("pages"), lastWalk(func(x pageWalk) float64 { return x.MaxPageMs }), 1, " ms"))
+	add("4", "… pages per walk", false, fig(k("pages"), lastWalk(func(x pageWalk) float64 { return float64(x.Pages) }), 0, ""))
+	add("4", "… items checked per walk (each once)", false, fig(k("pages"), lastWalk(func(x pageWalk) float64 { return float64(x.Items) }), 0, ""))
 
-	// 5. Watch fan-out.
 	for _, nw := range first.Watchers {
-		key := pathsRows(fmt.Sprintf("watch-%d", nw))
+		key := k(fmt.Sprintf("watch-%d", nw))
 		of := func(f func(*watchRun) float64) func(*pathsRound) (float64, bool) {
 			return func(rd *pathsRound) (float64, bool) {
 				x := watchOf(rd, nw)
@@ -1450,274 +1435,218 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 			}
 		}
 		conns := (nw + first.WatchersPerConn - 1) / first.WatchersPerConn
-		t.fig("5", fmt.Sprintf("watch fan-out, **%s watchers** (%d HTTP/2 connection(s)), %d patches one every %.0f ms: delivery delay p99", commas(nw), conns, first.WatchUpdates, first.WatchIntervalMs), key, of(func(x *watchRun) float64 { return x.P99Ms }), 1, " ms")
-		t.fig("5", "… p50", key, of(func(x *watchRun) float64 { return x.P50Ms }), 1, " ms")
-		t.fig("5", "… max", key, of(func(x *watchRun) float64 { return x.MaxMs }), 1, " ms")
-		t.fig("5", "… the patches themselves, p50", key, of(func(x *watchRun) float64 { return x.WriteP50Ms }), 1, " ms")
-		// Missed deliveries: shown even for failed rounds (they are the failure).
-		missed := func(s pathsSide) val {
+		add("5", fmt.Sprintf("watch fan-out, **%s watchers** (%d HTTP/2 connection(s)), %d patches one every %.0f ms: delivery delay p99", commas(nw), conns, first.WatchUpdates, first.WatchIntervalMs), true,
+			fig(key, of(func(x *watchRun) float64 { return x.P99Ms }), 1, " ms"))
+		add("5", "… p50", true, fig(key, of(func(x *watchRun) float64 { return x.P50Ms }), 1, " ms"))
+		add("5", "… max", true, fig(key, of(func(x *watchRun) float64 { return x.MaxMs }), 1, " ms"))
+		add("5", "… the patches themselves, p50", true, fig(key, of(func(x *watchRun) float64 { return x.WriteP50Ms }), 1, " ms"))
+		// Shown even for failed rounds: they are the failure.
+		add("5", "… deliveries missed, duplicated or unexpected, all rounds (must be 0)", false, func(s pathsSide) val {
 			if s.res == nil {
 				return none(s.why)
 			}
 			tot, exp, reached := 0, 0, 0
 			for i := range s.res.RoundsData {
 				if x := watchOf(&s.res.RoundsData[i], nw); x != nil {
-					tot += x.Missed + x.Duplicates + x.Unexpected
-					exp += x.Expected
-					reached++
+					tot, exp, reached = tot+x.Missed+x.Duplicates+x.Unexpected, exp+x.Expected, reached+1
 				}
 			}
 			if reached == 0 {
 				return none("not reached")
 			}
-			v := val{v: float64(tot), ok: true, unit: fmt.Sprintf(" of %s", commas(exp))}
+			v := val{v: float64(tot), ok: true, unit: " of " + commas(exp)}
 			if tot > 0 {
 				v.unit += " **(must be 0)**"
 			}
 			return v
-		}
-		t.pairNR("5", "… deliveries missed, duplicated or unexpected, all rounds (must be 0)", missed(c), missed(r))
+		})
 	}
 
-	// 6. Conversion webhook.
 	if first.Conversion {
-		t.convRows(nObj)
-	}
-	// 7. Deleting the CRD.
-	d := pathsRows("delete")
-	delFig := func(f func(*crdDeletion) float64) func(*pathsRound) (float64, bool) {
-		return func(rd *pathsRound) (float64, bool) {
-			if rd.Delete == nil {
-				return 0, false
-			}
-			return f(rd.Delete), true
+		list := func(step string) func(*convPaths) *convListRun {
+			return func(cv *convPaths) *convListRun { _, l := convStep(cv, step); return l }
 		}
+		lst := func(step string, f func(*convListRun) float64) func(*pathsRound) (float64, bool) {
+			return func(rd *pathsRound) (float64, bool) {
+				_, l := convStep(rd.Conv, step)
+				return f(orZero(l)), l != nil
+			}
+		}
+		chg := func(step string, f func(*convChange) float64) func(*pathsRound) (float64, bool) {
+			return func(rd *pathsRound) (float64, bool) {
+				ch, _ := convStep(rd.Conv, step)
+				return f(orZero(ch)), ch != nil
+			}
+		}
+		calls := func(keys []string, step string) func(pathsSide) val {
+			return func(s pathsSide) val {
+				calls, _, _, _, why := s.roundStat(keys, lst(step, func(l *convListRun) float64 { return float64(l.Webhook.Calls) }))
+				if why != "" {
+					return none(why)
+				}
+				objs, _, _, _, _ := s.roundStat(keys, lst(step, func(l *convListRun) float64 { return float64(l.Webhook.Objects) }))
+				return label(fmt.Sprintf("%s calls, %s objects", commas(int(calls)), commas(int(objs))))
+			}
+		}
+		firstGet := func(keys []string, step string) func(pathsSide) val {
+			return func(s pathsSide) val { return firstGetCell(s, keys, list(step)) }
+		}
+		untilOK := func(l *convListRun) float64 { return l.UntilOKMs }
+		setup, flip := k("conv-setup"), k("conv-setup", "conv-edit", "conv-flip")
+		for _, x := range []struct {
+			step, what, seen string
+			keys             []string
+		}{
+			{"edit", "**first list as v1 through the webhook after a CRD edit** (a printer column added to v1; conversion untouched): " + nObj + " CronTabs stored in v1beta1",
+				"the Table of one object has the new column", k("conv-setup", "conv-edit")},
+			{"flip", "**first list as v1 after a flip None → Webhook** (back to exactly the conversion of before)", "one object's v1 has `host` again", flip},
+		} {
+			add("6", x.what+": the first GET, no retry", true, firstGet(x.keys, x.step))
+			add("6", "… until a 200 list, a 429 retried after its Retry-After as client-go does", true, fig(x.keys, lst(x.step, untilOK), 1, " ms"))
+			add("6", "… GETs until that 200", false, fig(x.keys, lst(x.step, func(l *convListRun) float64 { return float64(l.Attempts) }), 0, ""))
+			add("6", "… webhook calls from the first GET to the 200", false, calls(x.keys, x.step))
+			add("6", "… time in the example webhook's handler meanwhile (in crdbench; summed over its calls)", true, fig(x.keys, lst(x.step, func(l *convListRun) float64 { return l.Webhook.BusyMs }), 1, " ms"))
+			add("6", "… before it: the PUT sent → a GET of the CRD shows the change, Established (polled every 10 ms)", true, fig(x.keys, chg(x.step, func(ch *convChange) float64 { return ch.ObservedMs }), 0, " ms"))
+			add("6", "… the PUT sent → "+x.seen+" (polled every 10 ms; then the list)", true, fig(x.keys, chg(x.step, func(ch *convChange) float64 { return ch.ServedMs }), 0, " ms"))
+		}
+		add("6", "(for reference) the list as v1 while the conversion was None, just before the flip: the first GET", true, firstGet(flip, "none"))
+		add("6", "… until a 200", true, fig(flip, lst("none", untilOK), 1, " ms"))
+		add("6", "(for reference) the first list as v1 after the creates, before any edit", true, fig(setup, lst("first", untilOK), 1, " ms"))
+		add("6", "… webhook calls during it", false, calls(setup, "first"))
+		add("6", "(for reference) the next list as v1 (warm), before the edit", true, fig(setup, lst("warm", untilOK), 1, " ms"))
+		add("6", "… webhook calls during it", false, calls(setup, "warm"))
 	}
-	t.fig("7", fmt.Sprintf("DELETE of a CRD holding %s objects → GET of the CRD answers 404", nObj), d, delFig(func(x *crdDeletion) float64 { return x.GoneMs / 1000 }), 2, " s")
-	t.fig("7", "… → GET of its collection answers 404", d, delFig(func(x *crdDeletion) float64 { return x.CollectionGoneMs / 1000 }), 2, " s")
 
-	// 8. First create after Established.
-	fc := pathsRows("first-create")
-	t.fig("8", fmt.Sprintf("first create after Established: Established seen (polled every 10 ms) → 201, retrying 404/429/503 every 10 ms (median of %d fresh CRDs per round)", first.FreshCRDs), fc, func(rd *pathsRound) (float64, bool) { return rd.FirstCreateMs, len(rd.FirstCreates) > 0 }, 1, " ms")
-	t.figNR("8", "… attempts until 201 (most in a round)", fc, func(rd *pathsRound) (float64, bool) {
+	del := func(f func(*crdDeletion) float64) func(*pathsRound) (float64, bool) {
+		return func(rd *pathsRound) (float64, bool) { return f(orZero(rd.Delete)), rd.Delete != nil }
+	}
+	add("7", fmt.Sprintf("DELETE of a CRD holding %s objects → GET of the CRD answers 404", nObj), true, fig(k("delete"), del(func(x *crdDeletion) float64 { return x.GoneMs / 1000 }), 2, " s"))
+	add("7", "… → GET of its collection answers 404", true, fig(k("delete"), del(func(x *crdDeletion) float64 { return x.CollectionGoneMs / 1000 }), 2, " s"))
+
+	fc := func(f func([]firstCreate) float64) func(*pathsRound) (float64, bool) {
+		return func(rd *pathsRound) (float64, bool) { return f(rd.FirstCreates), len(rd.FirstCreates) > 0 }
+	}
+	add("8", fmt.Sprintf("first create after Established: Established seen (polled every 10 ms) → 201, retrying 404/429/503 every 10 ms (median of %d fresh CRDs per round)", first.FreshCRDs), true,
+		fig(k("first-create"), func(rd *pathsRound) (float64, bool) { return rd.FirstCreateMs, len(rd.FirstCreates) > 0 }, 1, " ms"))
+	add("8", "… attempts until 201 (most in a round)", false, fig(k("first-create"), fc(func(xs []firstCreate) float64 {
 		mx := 0
-		for _, x := range rd.FirstCreates {
+		for _, x := range xs {
 			mx = max(mx, x.Attempts)
 		}
-		return float64(mx), len(rd.FirstCreates) > 0
-	}, 0, "")
-	t.fig("8", "… (for reference) the CRD's POST → Established seen", fc, func(rd *pathsRound) (float64, bool) {
+		return float64(mx)
+	}), 0, ""))
+	add("8", "… (for reference) the CRD's POST → Established seen", true, fig(k("first-create"), fc(func(xs []firstCreate) float64 {
 		var v []float64
-		for _, x := range rd.FirstCreates {
+		for _, x := range xs {
 			v = append(v, x.EstablishedMs)
 		}
-		return median(v), len(v) > 0
-	}, 1, " ms")
+		return median(v)
+	}), 1, " ms"))
 
-	// 9. Memory.
-	m := pathsRows("rss")
-	rssFig := func(f func(*pathsRound) float64) func(*pathsRound) (float64, bool) {
+	mem := func(f func(*pathsRound) float64) func(*pathsRound) (float64, bool) {
 		return func(rd *pathsRound) (float64, bool) { return f(rd), len(rd.RSS) > 0 }
 	}
-	t.fig("9", fmt.Sprintf("RSS with %s objects of %s-byte create bodies stored, %.0f s after the creates (%s)", nObj, commas(first.BodyBytes), first.RSSSettleSec, strings.Join(rss, "; ")), m, rssFig(func(rd *pathsRound) float64 { return rd.RSSMiB }), 1, " MiB")
-	t.fig("9", "… RSS just before the creates (the CRD Established; earlier rounds' objects deleted)", m, rssFig(func(rd *pathsRound) float64 { return rd.RSSBeforeMiB }), 1, " MiB")
-	t.fig("9", "… increase over the creates", m, rssFig(func(rd *pathsRound) float64 { return rd.RSSMiB - rd.RSSBeforeMiB }), 1, " MiB")
-	p("%s\n", t)
-
-	pathsNotes(p, r, first, nObj)
-
-	pathsRounds(p, c, r, first)
-	for _, x := range sides {
-		if x.s.res == nil {
-			continue
-		}
-		res := x.s.res
-		p("- %s (%s, %s, run `%s`): load average (1/5/15 min) %s at the start, %s at the end", x.name, res.Server, res.Protocol, res.RunID, res.LoadStart, res.LoadEnd)
-		if len(res.Cleanup) > 0 {
-			p("; cleanup: %s", strings.Join(res.Cleanup, "; "))
-		}
-		p(".\n")
-	}
-	p("\n")
-
-	for _, x := range sides {
-		if x.s.res == nil {
-			continue
-		}
-		if x.s.res.Error != "" {
-			fails = append(fails, fmt.Sprintf("- %s paths: %s\n", x.name, x.s.res.Error))
-		}
-		fails = append(fails, failureLines(x.name+" paths,", x.s.res.Failures)...)
-	}
-	return fails
+	add("9", fmt.Sprintf("RSS with %s objects of %s-byte create bodies stored, %.0f s after the creates (%s)", nObj, commas(first.BodyBytes), first.RSSSettleSec, rss), true,
+		fig(k("rss"), mem(func(rd *pathsRound) float64 { return rd.RSSMiB }), 1, " MiB"))
+	add("9", "… RSS just before the creates (the CRD Established; earlier rounds' objects deleted)", true, fig(k("rss"), mem(func(rd *pathsRound) float64 { return rd.RSSBeforeMiB }), 1, " MiB"))
+	add("9", "… increase over the creates", true, fig(k("rss"), mem(func(rd *pathsRound) float64 { return rd.RSSMiB - rd.RSSBeforeMiB }), 1, " MiB"))
+	return rows
 }
 
-// pathsTable is the table of the paths section: both servers' figures side
-// by side, each the median over the rounds.
-type pathsTable struct {
-	*table
-	c, r pathsSide
+// orZero is *p, or T's zero value when p is nil.
+func orZero[T any](p *T) *T {
+	if p == nil {
+		return new(T)
+	}
+	return p
 }
 
-func (t pathsTable) pair(no, metric string, cv, rv val)   { t.row(no, metric, cv, rv, ratio(cv, rv)) }
-func (t pathsTable) pairNR(no, metric string, cv, rv val) { t.row(no, metric, cv, rv, "–") }
-
-func (t pathsTable) both(rows []string, f func(*pathsRound) (float64, bool), prec int, unit string) (val, val) {
-	return t.c.cell(rows, f, prec, unit), t.r.cell(rows, f, prec, unit)
-}
-
-// fig and figNR are a row of both servers' figure f over the rounds, with
-// and without their ratio.
-func (t pathsTable) fig(no, metric string, rows []string, f func(*pathsRound) (float64, bool), prec int, unit string) {
-	cv, rv := t.both(rows, f, prec, unit)
-	t.pair(no, metric, cv, rv)
-}
-
-func (t pathsTable) figNR(no, metric string, rows []string, f func(*pathsRound) (float64, bool), prec int, unit string) {
-	cv, rv := t.both(rows, f, prec, unit)
-	t.pairNR(no, metric, cv, rv)
-}
-
-// convRows are row 6 of the paths table: the first lists through the
-// conversion webhook after a CRD edit and after a flip None → Webhook.
-func (t pathsTable) convRows(nObj string) {
-	c, r := t.c, t.r
-	convFig := func(f func(*convPaths) (float64, bool)) func(*pathsRound) (float64, bool) {
-		return func(rd *pathsRound) (float64, bool) {
-			if rd.Conv == nil {
-				return 0, false
-			}
-			return f(rd.Conv)
-		}
+// pathsReport writes the section of crdbench paths (crdserver beside the
+// reference) and returns its failures.
+func pathsReport(dir string, p func(string, ...any)) (fails []string) {
+	c, r := loadPathsSide(dir, "crdserver"), loadPathsSide(dir, "reference")
+	if c.res == nil && r.res == nil {
+		return nil
 	}
-	listFig := func(get func(*convPaths) *convListRun, f func(*convListRun) float64) func(*pathsRound) (float64, bool) {
-		return convFig(func(cv *convPaths) (float64, bool) {
-			l := get(cv)
-			if l == nil {
-				return 0, false
-			}
-			return f(l), true
-		})
-	}
-	listMs := func(l *convListRun) float64 { return l.UntilOKMs }
-	calls := func(s pathsSide, rows []string, get func(*convPaths) *convListRun) val {
-		calls, _, _, _, why := s.roundStat(rows, listFig(get, func(l *convListRun) float64 { return float64(l.Webhook.Calls) }))
-		if why != "" {
-			return none(why)
-		}
-		objs, _, _, _, _ := s.roundStat(rows, listFig(get, func(l *convListRun) float64 { return float64(l.Webhook.Objects) }))
-		return label(fmt.Sprintf("%s calls, %s objects", commas(int(calls)), commas(int(objs))))
-	}
-	setup := pathsRows("conv-setup")
-	edit := pathsRows("conv-setup", "conv-edit")
-	flip := pathsRows("conv-setup", "conv-edit", "conv-flip")
-	firstL := func(cv *convPaths) *convListRun { return cv.First }
-	warmL := func(cv *convPaths) *convListRun { return cv.Warm }
-	editL := func(cv *convPaths) *convListRun {
-		if cv.Edit == nil {
-			return nil
-		}
-		return cv.Edit.List
-	}
-	noneL := func(cv *convPaths) *convListRun {
-		if cv.ToNone == nil {
-			return nil
-		}
-		return cv.ToNone.List
-	}
-	flipL := func(cv *convPaths) *convListRun {
-		if cv.Flip == nil {
-			return nil
-		}
-		return cv.Flip.List
-	}
-	untilOK := func(l *convListRun) float64 { return l.UntilOKMs }
-	attempts := func(l *convListRun) float64 { return float64(l.Attempts) }
-	changeFig := func(get func(*convPaths) *convChange, f func(*convChange) float64) func(*pathsRound) (float64, bool) {
-		return convFig(func(cv *convPaths) (float64, bool) {
-			ch := get(cv)
-			if ch == nil {
-				return 0, false
-			}
-			return f(ch), true
-		})
-	}
-	editC := func(cv *convPaths) *convChange { return cv.Edit }
-	flipC := func(cv *convPaths) *convChange { return cv.Flip }
-	for _, x := range []struct {
-		what   string
-		rows   []string
-		list   func(*convPaths) *convListRun
-		change func(*convPaths) *convChange
-		seen   string
-	}{
-		{"**first list as v1 through the webhook after a CRD edit** (a printer column added to v1; conversion untouched): " + nObj + " CronTabs stored in v1beta1",
-			edit, editL, editC, "the Table of one object has the new column"},
-		{"**first list as v1 after a flip None → Webhook** (back to exactly the conversion of before)",
-			flip, flipL, flipC, "one object's v1 has `host` again"},
-	} {
-		c1, r1 := firstGetCell(c, x.rows, x.list), firstGetCell(r, x.rows, x.list)
-		t.pair("6", x.what+": the first GET, no retry", c1, r1)
-		t.fig("6", "… until a 200 list, a 429 retried after its Retry-After as client-go does", x.rows, listFig(x.list, untilOK), 1, " ms")
-		t.figNR("6", "… GETs until that 200", x.rows, listFig(x.list, attempts), 0, "")
-		t.pairNR("6", "… webhook calls from the first GET to the 200", calls(c, x.rows, x.list), calls(r, x.rows, x.list))
-		t.fig("6", "… time in the example webhook's handler meanwhile (in crdbench; summed over its calls)", x.rows, listFig(x.list, func(l *convListRun) float64 { return l.Webhook.BusyMs }), 1, " ms")
-		t.fig("6", "… before it: the PUT sent → a GET of the CRD shows the change, Established (polled every 10 ms)", x.rows, changeFig(x.change, func(ch *convChange) float64 { return ch.ObservedMs }), 0, " ms")
-		t.fig("6", "… the PUT sent → "+x.seen+" (polled every 10 ms; then the list)", x.rows, changeFig(x.change, func(ch *convChange) float64 { return ch.ServedMs }), 0, " ms")
-	}
-	t.pair("6", "(for reference) the list as v1 while the conversion was None, just before the flip: the first GET", firstGetCell(c, flip, noneL), firstGetCell(r, flip, noneL))
-	t.fig("6", "… until a 200", flip, listFig(noneL, untilOK), 1, " ms")
-	t.fig("6", "(for reference) the first list as v1 after the creates, before any edit", setup, listFig(firstL, listMs), 1, " ms")
-	t.pairNR("6", "… webhook calls during it", calls(c, setup, firstL), calls(r, setup, firstL))
-	t.fig("6", "(for reference) the next list as v1 (warm), before the edit", setup, listFig(warmL, listMs), 1, " ms")
-	t.pairNR("6", "… webhook calls during it", calls(c, setup, warmL), calls(r, setup, warmL))
-}
-
-// pathsNotes says how each row of the paths table was measured.
-func pathsNotes(p func(string, ...any), r pathsSide, first *pathsResult, nObj string) {
-	// How each row was measured.
-	p("How each row was measured (numbers are the rows'):\n\n")
-	p("- **1** %s GETs of single objects, one after another on one connection, spread over the %s objects.\n", commas(first.Gets), nObj)
-	p("- **2, 9** Per round a fresh CRD (`PathItem`, v1, structural schema) is created and polled until Established")
-	if r.res != nil && r.res.SettleSec > 0 {
-		p(" (the reference then gets %.0f s more: its create handler delays creates that come sooner)", r.res.SettleSec)
-	}
-	p("; RSS (VmRSS of /proc/PID/status, summed) is read; then %s objects are created by %d workers over one HTTP/2 connection (one `http.Transport`, so one TLS connection multiplexed, as a client-go clientset shared by goroutines); "+
-		"the first %s creates are row 2, the rest are setup; each body is exactly %s bytes (spec padded with pseudo-random hex digits, about as compressible as real data); "+
-		"%.0f s after the last create the RSS is read again (row 9).\n", nObj, first.Concurrency, commas(first.Creates), commas(first.BodyBytes), first.RSSSettleSec)
-	p("- **3** %d GETs of the whole collection (no limit) with `Accept-Encoding: gzip`, as Go's transport (so client-go) asks by itself; each timed from sending until the body is read and decompressed "+
-		"(`compress/gzip`, as Go's transport does), then checked outside the timing: all %s items, each once.\n", first.Lists, nObj)
-	p("- **4** %d walks of the same collection by `limit=%d` pages, each page's `continue` token in the next request, until a page has none; a walk is timed from its first request to its last page read, decoded and checked "+
-		"(the decode is crdbench's, needed to find the token, and is in the time as in any client's); all %s items must be seen, each once, no page above the limit.\n", first.Walks, first.PageLimit, nObj)
-	p("- **5** W watches of the collection (`?watch=1&resourceVersion=<a list's>`), %d per HTTP/2 connection (one `http.Transport` each, primed with one GET so the watches share its one connection; "+
-		"Kubernetes' generic server allows 100 streams per connection by default, Go's 250); once every watch has answered 200, %d merge patches of `spec.seq` (each naming its write) are sent one after another, "+
-		"one every %.0f ms, each to one of the stored objects; for every watcher and every write, the delay is from just before the write was sent to that watcher's decoding of the event; "+
-		"after the last write crdbench waits at most %v for the last deliveries. A delivery missed, duplicated or of no write fails the row.\n",
-		first.WatchersPerConn, first.WatchUpdates, first.WatchIntervalMs, watchWaitOf(first))
-	if first.Conversion {
-		p("- **6** `%s` (the Kubernetes documentation's CronTab: v1beta1 storage with `hostPort`, v1 with `host` and `port`) with Webhook conversion to the example webhook "+
-			"(`examples/crontab-conversion`, served by crdbench on loopback over TLS, url + caBundle, counted as in the webhook conversion section); %s objects created in v1beta1; "+
-			"a first list as v1 and a second (warm) one. Then the CRD is read and PUT back with a printer column added to v1 (conversion untouched); a GET of the CRD is polled every 10 ms "+
-			"until it shows the new generation with the column and Established, then a GET of one object as a Table every 10 ms until the Table has the column (the server serves the edit); "+
-			"then the collection is listed as v1: that first GET is the row, with no retry; if it is a 429, it is retried after its Retry-After as client-go does, and the time until a 200 list "+
-			"(from the first GET) is the next row. Then the conversion is set to None the same way (served: one object's v1 has no `host`) and listed, and set back to exactly the Webhook "+
-			"conversion of before (served: `host` again) and listed. Every list is a plain GET (no limit, `Accept: application/json`; Go's transport asks for gzip), and its 200 is checked: "+
-			"all %s items in v1, through the webhook with `host`/`port` from each `hostPort`. Webhook calls are counted from the first GET to the 200. "+
-			"The example webhook serves only `example.com`, so every round creates this same CRD afresh (deleted and gone at the end of the previous round); one that exists already is left alone and the row fails.\n",
-			webhookCRDName, nObj, nObj)
-	}
-	p("- **7** The CRD holding the %s objects is DELETEd; from just before that request, the CRD and its collection (`?limit=1`) are each polled every 20 ms until each answers 404.\n", nObj)
-	p("- **8** %d fresh CRDs per round, one after another: each is created, polled every 10 ms until Established=True, then one object is POSTed at once, and again every 10 ms while the answer is 404, 429 or 503, until 201; "+
-		"the time is from seeing Established to the 201 (any other answer fails the row).\n", first.FreshCRDs)
-	p("\n")
-}
-
-// pathsRounds writes the paths figures round by round.
-func pathsRounds(p func(string, ...any), c, r pathsSide, first *pathsResult) {
+	first := cmp.Or(c.res, r.res)
 	sides := []struct {
 		name string
 		s    pathsSide
 	}{{"crdserver", c}, {"reference", r}}
+	var rss, rounds []string
+	for _, x := range sides {
+		if x.s.res != nil {
+			rounds = append(rounds, fmt.Sprintf("%s %d", x.name, len(x.s.res.RoundsData)))
+			if len(x.s.res.RSSProcs) > 0 {
+				rss = append(rss, fmt.Sprintf("%s: %s", x.name, strings.Join(x.s.res.RSSProcs, " + ")))
+			}
+		}
+	}
+	nObj := commas(first.N)
+
+	p("## Paths of the performance issue\n\n")
+	p("`crdbench paths`, in rounds (%s), each on CRDs of its own (API groups under `%s`, labelled `%s`; the conversion CRD `%s` created afresh) "+
+		"in the namespace `%s`, deleted before the next round. A figure is the median over the rounds (smallest–largest round in brackets); "+
+		"a row that failed in any round has none. HTTPS, HTTP/2, the admin client certificate; crdbench shares the servers' cores.\n\n",
+		strings.Join(rounds, ", "), pathsDomain, pathsLabel+"=<run>", webhookCRDName, first.Namespace)
+	t := newTable("#", "metric", "crdserver", "reference", "ratio")
+	for _, x := range pathsTableRows(first, nObj, strings.Join(rss, "; ")) {
+		cv, rv := x.cell(c), x.cell(r)
+		rt := "–"
+		if x.ratio {
+			rt = ratio(cv, rv)
+		}
+		t.row(x.no, x.metric, cv, rv, rt)
+	}
+	p("%s\n", t)
+	pathsNotes(p, r, first, nObj)
+	pathsRounds(p, c, r, first)
+	for _, x := range sides {
+		if res := x.s.res; res != nil {
+			p("- %s (%s, %s, run `%s`): load average (1/5/15 min) %s at the start, %s at the end", x.name, res.Server, res.Protocol, res.RunID, res.LoadStart, res.LoadEnd)
+			if len(res.Cleanup) > 0 {
+				p("; cleanup: %s", strings.Join(res.Cleanup, "; "))
+			}
+			p(".\n")
+			if res.Error != "" {
+				fails = append(fails, fmt.Sprintf("- %s paths: %s\n", x.name, res.Error))
+			}
+			fails = append(fails, failureLines(x.name+" paths,", res.Failures)...)
+		}
+	}
+	p("\n")
+	return fails
+}
+
+// pathsNotes says how each row of the paths table was measured.
+func pathsNotes(p func(string, ...any), r pathsSide, first *pathsResult, nObj string) {
+	settle := ""
+	if r.res != nil && r.res.SettleSec > 0 {
+		settle = fmt.Sprintf(" (the reference %.0f s more: it delays earlier creates)", r.res.SettleSec)
+	}
+	p("How each row was measured:\n\n")
+	p("- **1** %s GETs of single objects, one after another on one connection, spread over the %s objects.\n", commas(first.Gets), nObj)
+	p("- **2, 9** Per round a fresh CRD (`PathItem`, v1, structural schema), polled until Established%s; RSS (VmRSS, summed) read; %s objects of exactly %s bytes "+
+		"(padded with pseudo-random hex) created by %d workers over one HTTP/2 connection, the first %s being row 2; RSS read again %.0f s later (row 9).\n",
+		settle, nObj, commas(first.BodyBytes), first.Concurrency, commas(first.Creates), first.RSSSettleSec)
+	p("- **3** %d GETs of the whole collection with `Accept-Encoding: gzip`, timed until read and decompressed; then checked: all %s items, each once.\n", first.Lists, nObj)
+	p("- **4** %d walks by `limit=%d` pages and `continue` tokens, timed from the first request to the last page decoded; all %s items, each once, no page above the limit.\n",
+		first.Walks, first.PageLimit, nObj)
+	p("- **5** W watches from a list's resourceVersion, %d per HTTP/2 connection (Kubernetes allows 100 streams on one, Go 250); once all answered 200, %d merge patches of `spec.seq`, one every %.0f ms; "+
+		"for every watcher and write, the delay from just before the write to the event decoded; at most %v wait for the last. A delivery missed, duplicated or of no write fails the row.\n",
+		first.WatchersPerConn, first.WatchUpdates, first.WatchIntervalMs, watchWaitOf(first))
+	if first.Conversion {
+		p("- **6** `%s` (the CronTab: v1beta1 storage, v1 served) with Webhook conversion to the example webhook (served by crdbench over TLS), %s objects in v1beta1, "+
+			"listed as v1 twice. Then a printer column is added to v1 (the CRD polled every 10 ms until Established with it, then an object's Table until it has it), and the collection listed as v1: "+
+			"the first GET is a row; a 429 is retried after its Retry-After as client-go does, until a 200. The same for conversion None and back to Webhook. "+
+			"Every 200 is checked: all %s items in v1 with `host`/`port`. Webhook calls are counted from the first GET to the 200.\n", webhookCRDName, nObj, nObj)
+	}
+	p("- **7** The CRD of the %s objects DELETEd; the CRD and its collection (`?limit=1`) polled every 20 ms until 404.\n", nObj)
+	p("- **8** %d fresh CRDs per round: each polled every 10 ms until Established, then one object POSTed, again every 10 ms while 404, 429 or 503, until 201.\n\n", first.FreshCRDs)
+}
+
+// pathsRounds writes the paths figures round by round.
+func pathsRounds(p func(string, ...any), c, r pathsSide, first *pathsResult) {
 	head := []string{"server", "round", "creates/s", "list (gzip)", "walk"}
 	for _, nw := range first.Watchers {
 		head = append(head, "watch p99, "+commas(nw))
@@ -1729,7 +1658,10 @@ func pathsRounds(p func(string, ...any), c, r pathsSide, first *pathsResult) {
 		}
 		return fmt.Sprintf("%.1f%s", v, unit)
 	}
-	for _, x := range sides {
+	for _, x := range []struct {
+		name string
+		s    pathsSide
+	}{{"crdserver", c}, {"reference", r}} {
 		if x.s.res == nil {
 			continue
 		}
@@ -1740,9 +1672,9 @@ func pathsRounds(p func(string, ...any), c, r pathsSide, first *pathsResult) {
 			}
 			cells = append(cells, f1(rd.ListMedianMs, rd.ListMedianMs > 0, " ms"), f1(rd.WalkMedianMs, rd.WalkMedianMs > 0, " ms"))
 			for _, nw := range first.Watchers {
-				wr := watchOf(&rd, nw)
+				wr := orZero(watchOf(&rd, nw))
 				switch {
-				case wr == nil || wr.Delivered == 0:
+				case wr.Delivered == 0:
 					cells = append(cells, "–")
 				case wr.Missed > 0:
 					cells = append(cells, fmt.Sprintf("%.1f ms (%d missed)", wr.P99Ms, wr.Missed))
@@ -1750,40 +1682,26 @@ func pathsRounds(p func(string, ...any), c, r pathsSide, first *pathsResult) {
 					cells = append(cells, fmt.Sprintf("%.1f ms", wr.P99Ms))
 				}
 			}
+			del := "–"
 			if rd.Delete != nil {
-				cells = append(cells, fmt.Sprintf("%.2f s", rd.Delete.CollectionGoneMs/1000))
-			} else {
-				cells = append(cells, "–")
+				del = fmt.Sprintf("%.2f s", rd.Delete.CollectionGoneMs/1000)
 			}
-			cells = append(cells, f1(rd.FirstCreateMs, len(rd.FirstCreates) > 0, " ms"))
-			for _, ch := range []*convChange{convEdit(rd.Conv), convFlip(rd.Conv)} {
+			cells = append(cells, del, f1(rd.FirstCreateMs, len(rd.FirstCreates) > 0, " ms"))
+			for _, step := range []string{"edit", "flip"} {
+				_, l := convStep(rd.Conv, step)
 				switch {
-				case ch == nil || ch.List == nil:
+				case l == nil:
 					cells = append(cells, "–")
-				case ch.List.Status == 200:
-					cells = append(cells, fmt.Sprintf("%.1f ms (%d calls)", ch.List.Ms, ch.List.Webhook.Calls))
+				case l.Status == 200:
+					cells = append(cells, fmt.Sprintf("%.1f ms (%d calls)", l.Ms, l.Webhook.Calls))
 				default:
-					cells = append(cells, fmt.Sprintf("HTTP %d, a 200 after %.1f ms (%d calls)", ch.List.Status, ch.List.UntilOKMs, ch.List.Webhook.Calls))
+					cells = append(cells, fmt.Sprintf("HTTP %d, a 200 after %.1f ms (%d calls)", l.Status, l.UntilOKMs, l.Webhook.Calls))
 				}
 			}
 			t.row(append(cells, f1(rd.RSSMiB, len(rd.RSS) > 0, " MiB"), fmt.Sprintf("%.0f s", rd.WallSec), fmt.Sprintf("%.2f", rd.Load1))...)
 		}
 	}
 	p("%s\n", t)
-}
-
-func convEdit(cv *convPaths) *convChange {
-	if cv == nil {
-		return nil
-	}
-	return cv.Edit
-}
-
-func convFlip(cv *convPaths) *convChange {
-	if cv == nil {
-		return nil
-	}
-	return cv.Flip
 }
 
 // watchWaitOf is how long the run waited for the last deliveries (not in
