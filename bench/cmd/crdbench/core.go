@@ -19,6 +19,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -729,6 +730,127 @@ func procList(w *cpuWindow, counted bool) string {
 	return strings.Join(parts, ", ")
 }
 
+// coreFigs are the rows of the core types table.
+func coreFigs(n, lists, leases, conc int, period, duration, idle float64) []fig[coreSide] {
+	var fs []fig[coreSide]
+	add := func(metric string, r func(a, b val) string, cell func(coreSide) val) {
+		fs = append(fs, fig[coreSide]{metric, cell, r})
+	}
+	ph := func(name string, f func(*corePhase) (float64, bool), prec int, unit string) func(coreSide) val {
+		return func(s coreSide) val { return s.phaseVal(name, f, prec, unit) }
+	}
+	for _, x := range []struct{ name, what string }{{"configmap-create", "ConfigMap creates"}, {"configmap-get", "ConfigMap gets"}} {
+		add(fmt.Sprintf("%s sequential %s: req/s", commas(n), x.what), coreRatio, ph(x.name, func(p *corePhase) (float64, bool) { return p.PerSecond, true }, 1, ""))
+		add("… p50", coreRatio, ph(x.name, func(p *corePhase) (float64, bool) { return p.P50Ms, true }, 2, " ms"))
+		add("… p99", coreRatio, ph(x.name, func(p *corePhase) (float64, bool) { return p.P99Ms, true }, 2, " ms"))
+		add("… server CPU time per request", coreRatio, ph(x.name, func(p *corePhase) (float64, bool) {
+			return orZero(p.CPU).TotalSec * 1000 / float64(max(1, p.Requests)), cpuOK(p.CPU) && p.Requests > 0
+		}, 3, " ms"))
+	}
+	list := func(f func(*coreResult) float64, prec int, unit string) func(coreSide) val {
+		return func(s coreSide) val { return s.listVal(f, prec, unit) }
+	}
+	add(fmt.Sprintf("list of the %s ConfigMaps (plain GET, no limit): median of %d", commas(n), lists), coreRatio, list(func(r *coreResult) float64 { return r.ListMedianMs }, 1, " ms"))
+	add("… min", coreRatio, list(func(r *coreResult) float64 { return r.ListMinMs }, 1, " ms"))
+	add("… max", coreRatio, list(func(r *coreResult) float64 { return r.ListMaxMs }, 1, " ms"))
+	add("… items returned", nil, list(func(r *coreResult) float64 { return float64(r.ListItems) }, 0, ""))
+	add("… bytes per item", coreRatio, list(func(r *coreResult) float64 { return float64(r.ListBytes) / float64(max(1, r.ListItems)) }, 0, " B"))
+	add("created ConfigMaps carry `metadata.managedFields`", nil, func(s coreSide) val {
+		switch {
+		case s.res == nil:
+			return label(s.why)
+		case s.res.Sample == "":
+			return label("not measured")
+		}
+		return label(map[bool]string{true: "yes", false: "no"}[s.res.ManagedFields])
+	})
+
+	lease := func(f func(*leaseResult) (float64, bool), prec int, unit string) func(coreSide) val {
+		return func(s coreSide) val { return s.leaseVal(f, prec, unit) }
+	}
+	add(fmt.Sprintf("%s Leases renewed every %.0f s for %.0f s: renewals done / scheduled", commas(leases), period, duration), nil, func(s coreSide) val {
+		if s.res == nil {
+			return label(s.why)
+		}
+		lr := s.res.Lease
+		if lr == nil || lr.TicksPerLease == 0 {
+			if lr != nil && lr.Aborted != "" {
+				return label("**not run**: " + lr.Aborted)
+			}
+			return label("not reached")
+		}
+		t := fmt.Sprintf("%s / %s", commas(lr.OK), commas(lr.Scheduled))
+		if lr.Aborted != "" {
+			t += " (**aborted**: " + lr.Aborted + ")"
+		}
+		return label(t)
+	})
+	for _, x := range []struct {
+		metric string
+		r      func(a, b val) string
+		f      func(*leaseResult) float64
+		prec   int
+		unit   string
+	}{
+		{"… renewals per second", nil, func(lr *leaseResult) float64 { return lr.Latency.PerSecond }, 1, ""},
+		{"… renewal latency p50", coreRatio, func(lr *leaseResult) float64 { return lr.Latency.P50Ms }, 2, " ms"},
+		{"… renewal latency p99", coreRatio, func(lr *leaseResult) float64 { return lr.Latency.P99Ms }, 2, " ms"},
+		{"… renewal latency max", coreRatio, func(lr *leaseResult) float64 { return lr.Latency.MaxMs }, 2, " ms"},
+		{"… **failed renewals**", nil, func(lr *leaseResult) float64 { return float64(lr.Failed) }, 0, ""},
+		{"… fast path refused (the PUT with the last resourceVersion failed; GET + PUT instead)", nil, func(lr *leaseResult) float64 { return float64(lr.FastPathRefused) }, 0, ""},
+		{"… renewals skipped (the lease's previous renewal still running a period later)", nil, func(lr *leaseResult) float64 { return float64(lr.Missed) }, 0, ""},
+		{"… renewals started behind schedule, p99 (crdbench's own delay, or the same lease's previous renewal still running at its next tick)", nil,
+			func(lr *leaseResult) float64 { return lr.LagP99Ms }, 2, " ms"},
+	} {
+		add(x.metric, x.r, lease(func(lr *leaseResult) (float64, bool) { return x.f(lr), true }, x.prec, x.unit))
+	}
+	cpu := func(f func(lr *leaseResult) float64, prec int, unit string) func(coreSide) val {
+		return lease(func(lr *leaseResult) (float64, bool) {
+			if !cpuOK(lr.CPU) {
+				return 0, false
+			}
+			return f(lr), true
+		}, prec, unit)
+	}
+	add("… **server CPU time** over the renewals", coreRatio, cpu(func(lr *leaseResult) float64 { return lr.CPU.TotalSec }, 2, " s"))
+	add("… server CPU, % of one core", coreRatio, cpu(func(lr *leaseResult) float64 { return lr.CPU.CorePct }, 1, "%"))
+	add("… server CPU time per renewal", coreRatio, cpu(func(lr *leaseResult) float64 { return lr.CPU.TotalSec * 1000 / float64(max(1, lr.OK+lr.Failed)) }, 3, " ms"))
+	add(fmt.Sprintf("server CPU while idle just before (%.0f s, leases and ConfigMaps stored), %% of one core", idle), coreRatio,
+		lease(func(lr *leaseResult) (float64, bool) { return orZero(lr.Idle).CorePct, cpuOK(lr.Idle) }, 1, "%"))
+	add("… renewals' CPU above that idle rate, % of one core", coreRatio, lease(func(lr *leaseResult) (float64, bool) {
+		return orZero(lr.CPU).CorePct - orZero(lr.Idle).CorePct, cpuOK(lr.CPU) && cpuOK(lr.Idle)
+	}, 1, "%"))
+	add("… CPU over the renewals by process", nil, func(s coreSide) val {
+		if s.res == nil || s.res.Lease == nil || s.res.Lease.CPU == nil {
+			return label("not measured")
+		}
+		return label(procList(s.res.Lease.CPU, true))
+	})
+	add("RSS at the end of the renewals (kube: apiserver + etcd)", coreRatio, lease(func(lr *leaseResult) (float64, bool) { return lr.RSSEndMiB, len(lr.RSSEnd) > 0 }, 1, " MiB"))
+	add("… by process", nil, func(s coreSide) val {
+		if s.res == nil || s.res.Lease == nil || len(s.res.Lease.RSSEnd) == 0 {
+			return label("not measured")
+		}
+		counted := map[int]bool{}
+		for _, pc := range orZero(s.res.Lease.CPU).Procs {
+			counted[pc.PID] = pc.Counted
+		}
+		var parts []string
+		for _, m := range s.res.Lease.RSSEnd {
+			t := fmt.Sprintf("%s %.1f MiB", m.Name, m.VMRSSMiB)
+			if m.Error != "" {
+				t = m.Name + ": " + m.Error
+			}
+			if c, ok := counted[m.PID]; ok && !c {
+				t += " (not counted)"
+			}
+			parts = append(parts, t)
+		}
+		return label(strings.Join(parts, ", "))
+	})
+	return fs
+}
+
 // coreReport writes the core types section (crdserver ÷ kube-apiserver)
 // and returns its failures.
 func coreReport(dir string, p func(string, ...any)) (fails []string) {
@@ -746,180 +868,34 @@ func coreReport(dir string, p func(string, ...any)) (fails []string) {
 			n, lists = ph.Requests, len(s.res.Lists)
 		}
 		if lr := s.res.Lease; lr != nil && leases == 0 {
-			leases, period, duration = lr.Leases, lr.PeriodSec, lr.DurationSec
-			if lr.Idle != nil {
-				idle = lr.Idle.WallSec
-			}
+			leases, period, duration, idle = lr.Leases, lr.PeriodSec, lr.DurationSec, orZero(lr.Idle).WallSec
 		}
 		if ph := s.res.phase("lease-create"); ph != nil && conc == 0 {
 			conc = ph.Concurrency
 		}
 	}
-	cmBytes, cmData := 0, 0
-	if s := c.res; s != nil {
-		cmBytes, cmData = s.ConfigMapBytes, s.ConfigMapData
-	} else {
-		cmBytes, cmData = k.res.ConfigMapBytes, k.res.ConfigMapData
-	}
+	first := cmp.Or(c.res, k.res)
 
 	p("## Core types\n\n")
-	p("Built-in types against the real Kubernetes API server: kube-apiserver v1.37.2 with its etcd v3.7.3 and kube-controller-manager "+
-		"(`start-kube.sh` of the reference). Same client for both (`crdbench core`: HTTPS + HTTP/2, the admin client certificate, JSON), "+
-		"each in a namespace it creates. ConfigMaps: %s sequential creates (10 keys, %d bytes of data, a %d-byte body), "+
-		"the same %s sequential gets, then %d plain GETs of the collection (no limit; it also holds the namespace's `kube-root-ca.crt`). "+
-		"Leases: %s, each renewed every %.0f s for %.0f s, the renewals spread evenly over the period; a renewal is what client-go's "+
-		"leader election does with a `LeaseLock` it holds: a PUT of the lease it got back from its last write (that resourceVersion) "+
-		"with `spec.renewTime` and `spec.holderIdentity` set, and only if that fails a GET and a PUT. "+
-		"Server CPU is utime + stime of `/proc/PID/stat` before and after (10 ms ticks): crdserver's one process, kube-apiserver + etcd "+
-		"for Kubernetes (its controller manager apart, not counted). Ratios are crdserver ÷ kube-apiserver.\n\n",
-		commas(n), cmData, cmBytes, commas(n), lists, commas(leases), period, duration)
+	p("Built-in types on kube-apiserver v1.37.2 with its etcd v3.7.3 and kube-controller-manager (`start-kube.sh`), and on crdserver; "+
+		"`crdbench core` (HTTPS + HTTP/2, the admin client certificate, JSON), each in a namespace it creates. ConfigMaps (10 keys, %d bytes of data, "+
+		"a %d-byte body): %s sequential creates, %s sequential gets, %d plain GETs of the collection (it also holds `kube-root-ca.crt`). "+
+		"Leases: %s, each renewed every %.0f s for %.0f s, spread evenly, as client-go's leader election renews a `LeaseLock`: a PUT of the lease "+
+		"of its last write with `spec.renewTime` and `spec.holderIdentity`, and only if that fails a GET and a PUT. Server CPU is utime + stime "+
+		"(`/proc/PID/stat`, 10 ms ticks): crdserver's one process, kube-apiserver + etcd (the controller manager not counted).\n\n",
+		first.ConfigMapData, first.ConfigMapBytes, commas(n), commas(n), lists, commas(leases), period, duration)
 	t := newTable("metric", "crdserver", "kube-apiserver (+ etcd)", "ratio")
-	row := func(metric string, f func(coreSide) val) { t.cmp(metric, f(c), f(k), coreRatio) }
-	text := func(metric string, f func(coreSide) string) { t.row(metric, f(c), f(k), "–") }
-	// noRatio is a figure whose ratio means nothing (counts, fixed rates).
-	noRatio := func(metric string, f func(coreSide) val) { t.row(metric, f(c), f(k), "–") }
-	ph := func(name string, f func(*corePhase) float64, prec int, unit string) func(coreSide) val {
-		return func(s coreSide) val {
-			return s.phaseVal(name, func(p *corePhase) (float64, bool) { return f(p), true }, prec, unit)
-		}
-	}
-	cpuPer := func(name string) func(coreSide) val {
-		return func(s coreSide) val {
-			return s.phaseVal(name, func(p *corePhase) (float64, bool) {
-				if !cpuOK(p.CPU) || p.Requests == 0 {
-					return 0, false
-				}
-				return p.CPU.TotalSec * 1000 / float64(p.Requests), true
-			}, 3, " ms")
-		}
-	}
-	for _, x := range []struct{ name, what string }{{"configmap-create", "ConfigMap creates"}, {"configmap-get", "ConfigMap gets"}} {
-		row(fmt.Sprintf("%s sequential %s: req/s", commas(n), x.what), ph(x.name, func(p *corePhase) float64 { return p.PerSecond }, 1, ""))
-		row("… p50", ph(x.name, func(p *corePhase) float64 { return p.P50Ms }, 2, " ms"))
-		row("… p99", ph(x.name, func(p *corePhase) float64 { return p.P99Ms }, 2, " ms"))
-		row("… server CPU time per request", cpuPer(x.name))
-	}
-	row(fmt.Sprintf("list of the %s ConfigMaps (plain GET, no limit): median of %d", commas(n), lists),
-		func(s coreSide) val {
-			return s.listVal(func(r *coreResult) float64 { return r.ListMedianMs }, 1, " ms")
-		})
-	row("… min", func(s coreSide) val { return s.listVal(func(r *coreResult) float64 { return r.ListMinMs }, 1, " ms") })
-	row("… max", func(s coreSide) val { return s.listVal(func(r *coreResult) float64 { return r.ListMaxMs }, 1, " ms") })
-	noRatio("… items returned", func(s coreSide) val {
-		return s.listVal(func(r *coreResult) float64 { return float64(r.ListItems) }, 0, "")
-	})
-	row("… bytes per item", func(s coreSide) val {
-		return s.listVal(func(r *coreResult) float64 { return float64(r.ListBytes) / float64(max(1, r.ListItems)) }, 0, " B")
-	})
-	text("created ConfigMaps carry `metadata.managedFields`", func(s coreSide) string {
-		if s.res == nil {
-			return s.why
-		}
-		if s.res.Sample == "" {
-			return "not measured"
-		}
-		return map[bool]string{true: "yes", false: "no"}[s.res.ManagedFields]
-	})
-
-	lease := func(f func(*leaseResult) float64, prec int, unit string) func(coreSide) val {
-		return func(s coreSide) val {
-			return s.leaseVal(func(lr *leaseResult) (float64, bool) { return f(lr), true }, prec, unit)
-		}
-	}
-	text(fmt.Sprintf("%s Leases renewed every %.0f s for %.0f s: renewals done / scheduled", commas(leases), period, duration), func(s coreSide) string {
-		if s.res == nil {
-			return s.why
-		}
-		lr := s.res.Lease
-		if lr == nil || lr.TicksPerLease == 0 {
-			if lr != nil && lr.Aborted != "" {
-				return "**not run**: " + lr.Aborted
-			}
-			return "not reached"
-		}
-		t := fmt.Sprintf("%s / %s", commas(lr.OK), commas(lr.Scheduled))
-		if lr.Aborted != "" {
-			t += " (**aborted**: " + lr.Aborted + ")"
-		}
-		return t
-	})
-	noRatio("… renewals per second", lease(func(lr *leaseResult) float64 { return lr.Latency.PerSecond }, 1, ""))
-	row("… renewal latency p50", lease(func(lr *leaseResult) float64 { return lr.Latency.P50Ms }, 2, " ms"))
-	row("… renewal latency p99", lease(func(lr *leaseResult) float64 { return lr.Latency.P99Ms }, 2, " ms"))
-	row("… renewal latency max", lease(func(lr *leaseResult) float64 { return lr.Latency.MaxMs }, 2, " ms"))
-	noRatio("… **failed renewals**", lease(func(lr *leaseResult) float64 { return float64(lr.Failed) }, 0, ""))
-	noRatio("… fast path refused (the PUT with the last resourceVersion failed; GET + PUT instead)", lease(func(lr *leaseResult) float64 { return float64(lr.FastPathRefused) }, 0, ""))
-	noRatio("… renewals skipped (the lease's previous renewal still running a period later)", lease(func(lr *leaseResult) float64 { return float64(lr.Missed) }, 0, ""))
-	noRatio("… renewals started behind schedule, p99 (crdbench's own delay, or the same lease's previous renewal still running at its next tick)",
-		lease(func(lr *leaseResult) float64 { return lr.LagP99Ms }, 2, " ms"))
-	cpuLease := func(f func(lr *leaseResult) float64, prec int, unit string) func(coreSide) val {
-		return func(s coreSide) val {
-			return s.leaseVal(func(lr *leaseResult) (float64, bool) {
-				if !cpuOK(lr.CPU) {
-					return 0, false
-				}
-				return f(lr), true
-			}, prec, unit)
-		}
-	}
-	row("… **server CPU time** over the renewals", cpuLease(func(lr *leaseResult) float64 { return lr.CPU.TotalSec }, 2, " s"))
-	row("… server CPU, % of one core", cpuLease(func(lr *leaseResult) float64 { return lr.CPU.CorePct }, 1, "%"))
-	row("… server CPU time per renewal", cpuLease(func(lr *leaseResult) float64 { return lr.CPU.TotalSec * 1000 / float64(max(1, lr.OK+lr.Failed)) }, 3, " ms"))
-	row(fmt.Sprintf("server CPU while idle just before (%.0f s, leases and ConfigMaps stored), %% of one core", idle), func(s coreSide) val {
-		return s.leaseVal(func(lr *leaseResult) (float64, bool) {
-			if !cpuOK(lr.Idle) {
-				return 0, false
-			}
-			return lr.Idle.CorePct, true
-		}, 1, "%")
-	})
-	row("… renewals' CPU above that idle rate, % of one core", func(s coreSide) val {
-		return s.leaseVal(func(lr *leaseResult) (float64, bool) {
-			if !cpuOK(lr.CPU) || !cpuOK(lr.Idle) {
-				return 0, false
-			}
-			return lr.CPU.CorePct - lr.Idle.CorePct, true
-		}, 1, "%")
-	})
-	text("… CPU over the renewals by process", func(s coreSide) string {
-		if s.res == nil || s.res.Lease == nil || s.res.Lease.CPU == nil {
-			return "not measured"
-		}
-		return procList(s.res.Lease.CPU, true)
-	})
-	row("RSS at the end of the renewals (kube: apiserver + etcd)", func(s coreSide) val {
-		return s.leaseVal(func(lr *leaseResult) (float64, bool) { return lr.RSSEndMiB, len(lr.RSSEnd) > 0 }, 1, " MiB")
-	})
-	text("… by process", func(s coreSide) string {
-		if s.res == nil || s.res.Lease == nil || len(s.res.Lease.RSSEnd) == 0 {
-			return "not measured"
-		}
-		counted := map[int]bool{}
-		if w := s.res.Lease.CPU; w != nil {
-			for _, pc := range w.Procs {
-				counted[pc.PID] = pc.Counted
-			}
-		}
-		var parts []string
-		for _, m := range s.res.Lease.RSSEnd {
-			t := fmt.Sprintf("%s %.1f MiB", m.Name, m.VMRSSMiB)
-			if m.Error != "" {
-				t = m.Name + ": " + m.Error
-			}
-			if c, ok := counted[m.PID]; ok && !c {
-				t += " (not counted)"
-			}
-			parts = append(parts, t)
-		}
-		return strings.Join(parts, ", ")
-	})
+	figs(t, coreFigs(n, lists, leases, conc, period, duration, idle), c, k)
 	// Processes recorded but not counted (kube-controller-manager).
 	if k.res != nil && k.res.Lease != nil && k.res.Lease.CPU != nil {
 		if side := procList(k.res.Lease.CPU, false); side != "" {
 			t.row("(not counted) Kubernetes' other processes over the renewals", "(crdserver's controllers run in its one process)", side, "–")
 		}
 	}
-	row(fmt.Sprintf("(setup) %s Lease creates with %d workers: req/s", commas(leases), conc), ph("lease-create", func(p *corePhase) float64 { return p.PerSecond }, 1, ""))
+	figs(t, []fig[coreSide]{{fmt.Sprintf("(setup) %s Lease creates with %d workers: req/s", commas(leases), conc),
+		func(s coreSide) val {
+			return s.phaseVal("lease-create", func(p *corePhase) (float64, bool) { return p.PerSecond, true }, 1, "")
+		}, coreRatio}}, c, k)
 	p("%s\n", t)
 
 	for _, x := range []struct {

@@ -1325,14 +1325,6 @@ func watchOf(rd *pathsRound, w int) *watchRun {
 	return find(rd.Watches, func(x *watchRun) bool { return x.Watchers == w })
 }
 
-// pathsRow is a row of the paths table: its number, its metric, its cell
-// for one server, and whether the two cells' ratio means anything.
-type pathsRow struct {
-	no, metric string
-	cell       func(pathsSide) val
-	ratio      bool
-}
-
 // convStep is one step of row 6 ("first", "warm", "edit", "none", "flip"):
 // the CRD change before it (none for the first two) and its list.
 func convStep(cv *convPaths, step string) (*convChange, *convListRun) {
@@ -1351,12 +1343,16 @@ func convStep(cv *convPaths, step string) (*convChange, *convListRun) {
 	return ch, ch.List
 }
 
-// pathsTableRows are the rows of the paths table, each figure the median
+// pathsTableRows are the rows of the paths table by their number, each figure the median
 // over the rounds of both servers.
-func pathsTableRows(first *pathsResult, nObj, rss string) []pathsRow {
-	var rows []pathsRow
-	add := func(no, metric string, ratio bool, cell func(pathsSide) val) {
-		rows = append(rows, pathsRow{no, metric, cell, ratio})
+func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[pathsSide] {
+	rows := map[string][]fig[pathsSide]{}
+	add := func(no, metric string, withRatio bool, cell func(pathsSide) val) {
+		f := fig[pathsSide]{metric, cell, nil}
+		if withRatio {
+			f.ratio = ratio
+		}
+		rows[no] = append(rows[no], f)
 	}
 	fig := func(keys []string, f func(*pathsRound) (float64, bool), prec int, unit string) func(pathsSide) val {
 		return func(s pathsSide) val { return s.cell(keys, f, prec, unit) }
@@ -1590,13 +1586,9 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 		"a row that failed in any round has none. HTTPS, HTTP/2, the admin client certificate; crdbench shares the servers' cores.\n\n",
 		strings.Join(rounds, ", "), pathsDomain, pathsLabel+"=<run>", webhookCRDName, first.Namespace)
 	t := newTable("#", "metric", "crdserver", "reference", "ratio")
-	for _, x := range pathsTableRows(first, nObj, strings.Join(rss, "; ")) {
-		cv, rv := x.cell(c), x.cell(r)
-		rt := "–"
-		if x.ratio {
-			rt = ratio(cv, rv)
-		}
-		t.row(x.no, x.metric, cv, rv, rt)
+	rows := pathsTableRows(first, nObj, strings.Join(rss, "; "))
+	for no := range 9 {
+		figs(t, rows[strconv.Itoa(no+1)], c, r, strconv.Itoa(no+1))
 	}
 	p("%s\n", t)
 	pathsNotes(p, r, first, nObj)

@@ -70,3 +70,24 @@ func (t *table) String() string {
 	}
 	return b.String()
 }
+
+// fig is a row of a table of two servers: its metric, its cell for one
+// server's results S, and the ratio of the two cells (nil: "–").
+type fig[S any] struct {
+	metric string
+	cell   func(S) val
+	ratio  func(a, b val) string
+}
+
+// figs adds a row to t for each fig, lead being the cells before the
+// metric.
+func figs[S any](t *table, fs []fig[S], c, r S, lead ...any) {
+	for _, f := range fs {
+		cv, rv := f.cell(c), f.cell(r)
+		rt := "–"
+		if f.ratio != nil {
+			rt = f.ratio(cv, rv)
+		}
+		t.row(append(lead, f.metric, cv, rv, rt)...)
+	}
+}
