@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -662,6 +663,121 @@ func (s convSide) ratioVal() val {
 	return num(w.v/n.v, 2, "×")
 }
 
+// with is f of the result, or why there is none.
+func (s convSide) with(f func(*convertResult) val) val {
+	if s.res == nil {
+		return none(s.why)
+	}
+	return f(s.res)
+}
+
+// hookCalls is a count of webhook calls with its objects.
+func hookCalls(h *webhookCount, why string) val {
+	if h == nil {
+		return none(why)
+	}
+	return val{v: float64(h.Calls), ok: true, unit: fmt.Sprintf(" (%s objects)", commas(int(h.Objects)))}
+}
+
+// convertFigs are the rows of the webhook conversion table.
+func convertFigs(n int) []fig[convSide] {
+	var fs []fig[convSide]
+	add := func(metric string, cell func(convSide) val) { fs = append(fs, fig[convSide]{metric, cell, nil}) }
+	// addR is a row of a time, size or rate, with the ratio of the two.
+	addR := func(metric string, cell func(convSide) val) { fs = append(fs, fig[convSide]{metric, cell, ratio}) }
+	field := func(name string, f func(*convList) float64, prec int, unit string) func(convSide) val {
+		return func(s convSide) val { return s.listVal(name, f, prec, unit) }
+	}
+	medianOf := func(name string) func(convSide) val {
+		return field(name, func(c *convList) float64 { return c.MedianMs }, 1, " ms")
+	}
+	minOf := func(name string) func(convSide) val {
+		return field(name, func(c *convList) float64 { return c.MinMs }, 1, " ms")
+	}
+	addR(fmt.Sprintf("list of %s, stored v1beta1, read as **v1 through the webhook**: median", commas(n)), medianOf("webhook-v1"))
+	for _, x := range []struct {
+		metric string
+		f      func(*convList) float64
+		prec   int
+		unit   string
+	}{
+		{"… min", func(c *convList) float64 { return c.MinMs }, 1, " ms"},
+		{"… max", func(c *convList) float64 { return c.MaxMs }, 1, " ms"},
+		{"… **webhook calls** per GET (most seen in one GET)", func(c *convList) float64 { return float64(c.CallsPerList) }, 0, ""},
+		{"… objects sent to the webhook per GET", func(c *convList) float64 { return float64(c.ObjectsPerList) }, 0, ""},
+		{"… time inside the example webhook's handler per GET, median (its decode, conversion and encode; in crdbench)", func(c *convList) float64 { return c.WebhookMsMed }, 1, " ms"},
+		{"… reading the ConversionReview bodies in the webhook per GET, median", func(c *convList) float64 { return c.WebhookReadMed }, 1, " ms"},
+		{"… the counter's own time per GET, median (in the list time, not the handler's)", func(c *convList) float64 { return c.CounterMsMed }, 2, " ms"},
+		{"… the rest of each GET (list time − handler − body read − counter), median: the server's own work, TLS, transfer", func(c *convList) float64 {
+			var rest []float64
+			for _, s := range c.Samples {
+				rest = append(rest, s.Ms-s.Webhook.BusyMs-s.Webhook.ReadMs-s.Webhook.CountMs)
+			}
+			return median(rest)
+		}, 1, " ms"},
+		{"… items returned, all checked (v1, `host`/`port` converted from each object's `hostPort`)", func(c *convList) float64 { return float64(c.Items) }, 0, ""},
+		{"… response size", func(c *convList) float64 { return float64(c.Bytes) / 1e6 }, 2, " MB"},
+	} {
+		if x.unit == "" {
+			add(x.metric, field("webhook-v1", x.f, x.prec, x.unit))
+		} else {
+			addR(x.metric, field("webhook-v1", x.f, x.prec, x.unit))
+		}
+	}
+	add("first GET through the webhook (warm-up, not in the median: opens the webhook connection)", func(s convSide) val {
+		return s.with(func(r *convertResult) val {
+			if cl := r.list("webhook-v1"); cl != nil && cl.Warmup != nil && cl.Warmup.Status == 200 {
+				return val{v: cl.Warmup.Ms, ok: true, prec: 1, unit: fmt.Sprintf(" ms, %d calls", cl.Warmup.Webhook.Calls)}
+			}
+			return none("not measured")
+		})
+	})
+	addR(fmt.Sprintf("same list, **None conversion** (`%s`, read as v1): median", noneCRDName), medianOf("none-v1"))
+	addR("… min", minOf("none-v1"))
+	add("**webhook ÷ None** (medians)", convSide.ratioVal)
+	addR("same list in the storage version v1beta1, no conversion (Webhook CRD): median", medianOf("webhook-v1beta1"))
+	addR("same list in v1beta1 (None CRD): median", medianOf("none-v1beta1"))
+	add("webhook calls while creating the objects in v1beta1 (Webhook CRD's creates)", func(s convSide) val {
+		return s.with(func(r *convertResult) val {
+			if h, ok := r.PopulateHooks["populate-webhook"]; ok {
+				return hookCalls(&h, "")
+			}
+			return none("not reached")
+		})
+	})
+	add("webhook calls from the CRDs' creation to the first GET (both CRDs' creates and any conversion trailing them)", func(s convSide) val {
+		return s.with(func(r *convertResult) val { return hookCalls(r.BeforeLists, "not reached") })
+	})
+	add("webhook calls while deleting the two CRDs afterwards (`-cleanup`, reference only)", func(s convSide) val {
+		return s.with(func(r *convertResult) val { return hookCalls(r.CleanupHooks, "not run (no -cleanup)") })
+	})
+	add("largest ConversionReview of the run (objects)", func(s convSide) val {
+		return s.with(func(r *convertResult) val { return num(float64(r.MaxObjsPerCall), 0, "") })
+	})
+	add("(setup) create body, v1beta1 CronTab", func(s convSide) val {
+		return s.with(func(r *convertResult) val { return num(float64(r.BodyBytes), 0, " B") })
+	})
+	addR("(setup) creates with the Webhook CRD: req/s", func(s convSide) val { return convPhase(s, "populate-webhook") })
+	addR("(setup) creates with the None CRD: req/s", func(s convSide) val { return convPhase(s, "populate-none") })
+	addR("(not a target) RSS right after the lists, both CRDs' objects stored (reference: apiserver + etcd)", func(s convSide) val {
+		return s.with(func(r *convertResult) val {
+			if len(r.RSSAfter) == 0 {
+				return none("not measured")
+			}
+			return num(r.RSSAfterMiB, 1, " MiB")
+		})
+	})
+	add("(fidelity, not a target) a None-converted v1 answer still carries the v1beta1-only field `hostPort`", func(s convSide) val {
+		return s.with(func(r *convertResult) val {
+			if cl := r.list("none-v1"); cl != nil && cl.HostPortKept != nil {
+				return label(map[bool]string{true: "yes (kept)", false: "no (pruned)"}[*cl.HostPortKept])
+			}
+			return label("not measured")
+		})
+	})
+	return fs
+}
+
 // convertReport writes the webhook conversion section and returns its rows
 // for the Targets table and its failures.
 func convertReport(dir string, p func(string, ...any)) (targets [][]string, fails []string) {
@@ -669,133 +785,17 @@ func convertReport(dir string, p func(string, ...any)) (targets [][]string, fail
 	if c.res == nil && r.res == nil {
 		return nil, nil
 	}
-	n, lists := 0, 0
-	for _, s := range []convSide{c, r} {
-		if s.res != nil && n == 0 {
-			n, lists = s.res.N, s.res.ListsPerColl
-		}
-	}
+	first := cmp.Or(c.res, r.res)
+	n := first.N
 	p("## Webhook conversion\n\n")
-	p("CronTabs of the Kubernetes documentation: %s objects stored in v1beta1 (`hostPort`) read as v1 (`host`, `port`) through the example webhook "+
-		"(`examples/crontab-conversion`, url + caBundle, `conversionReviewVersions: [v1]`), beside the same list of a second CRD with None conversion. "+
-		"Each figure is over %d plain GETs of the whole collection (no limit), the four collections taken in turn round by round, after one unmeasured warm-up GET of each. "+
-		"See \"How it was measured\" for the webhook and its counter.\n\n", commas(n), lists)
-	t := newTable("metric", "crdserver", "reference")
-	row := func(metric string, f func(convSide) val) { t.row(metric, f(c), f(r)) }
-	medianOf := func(name string) func(convSide) val {
-		return func(s convSide) val {
-			return s.listVal(name, func(c *convList) float64 { return c.MedianMs }, 1, " ms")
-		}
-	}
-	minOf := func(name string) func(convSide) val {
-		return func(s convSide) val { return s.listVal(name, func(c *convList) float64 { return c.MinMs }, 1, " ms") }
-	}
-	field := func(name string, f func(*convList) float64, prec int, unit string) func(convSide) val {
-		return func(s convSide) val { return s.listVal(name, f, prec, unit) }
-	}
-	row(fmt.Sprintf("list of %s, stored v1beta1, read as **v1 through the webhook**: median", commas(n)), medianOf("webhook-v1"))
-	row("… min", minOf("webhook-v1"))
-	row("… max", field("webhook-v1", func(c *convList) float64 { return c.MaxMs }, 1, " ms"))
-	row("… **webhook calls** per GET (most seen in one GET)", field("webhook-v1", func(c *convList) float64 { return float64(c.CallsPerList) }, 0, ""))
-	row("… objects sent to the webhook per GET", field("webhook-v1", func(c *convList) float64 { return float64(c.ObjectsPerList) }, 0, ""))
-	row("… time inside the example webhook's handler per GET, median (its decode, conversion and encode; in crdbench)",
-		field("webhook-v1", func(c *convList) float64 { return c.WebhookMsMed }, 1, " ms"))
-	row("… reading the ConversionReview bodies in the webhook per GET, median",
-		field("webhook-v1", func(c *convList) float64 { return c.WebhookReadMed }, 1, " ms"))
-	row("… the counter's own time per GET, median (in the list time, not the handler's)",
-		field("webhook-v1", func(c *convList) float64 { return c.CounterMsMed }, 2, " ms"))
-	row("… the rest of each GET (list time − handler − body read − counter), median: the server's own work, TLS, transfer",
-		field("webhook-v1", func(c *convList) float64 {
-			var rest []float64
-			for _, s := range c.Samples {
-				rest = append(rest, s.Ms-s.Webhook.BusyMs-s.Webhook.ReadMs-s.Webhook.CountMs)
-			}
-			return median(rest)
-		}, 1, " ms"))
-	row("… items returned, all checked (v1, `host`/`port` converted from each object's `hostPort`)", field("webhook-v1", func(c *convList) float64 { return float64(c.Items) }, 0, ""))
-	row("… response size", field("webhook-v1", func(c *convList) float64 { return float64(c.Bytes) / 1e6 }, 2, " MB"))
-	row("first GET through the webhook (warm-up, not in the median: opens the webhook connection)", func(s convSide) val {
-		if s.res == nil {
-			return none(s.why)
-		}
-		if cl := s.res.list("webhook-v1"); cl != nil && cl.Warmup != nil && cl.Warmup.Status == 200 {
-			return val{v: cl.Warmup.Ms, ok: true, prec: 1, unit: fmt.Sprintf(" ms, %d calls", cl.Warmup.Webhook.Calls)}
-		}
-		return none("not measured")
-	})
-	row(fmt.Sprintf("same list, **None conversion** (`%s`, read as v1): median", noneCRDName), medianOf("none-v1"))
-	row("… min", minOf("none-v1"))
-	row("**webhook ÷ None** (medians)", convSide.ratioVal)
-	row("same list in the storage version v1beta1, no conversion (Webhook CRD): median", medianOf("webhook-v1beta1"))
-	row("same list in v1beta1 (None CRD): median", medianOf("none-v1beta1"))
-	row("webhook calls while creating the objects in v1beta1 (Webhook CRD's creates)", func(s convSide) val {
-		if s.res == nil {
-			return none(s.why)
-		}
-		h, ok := s.res.PopulateHooks["populate-webhook"]
-		if !ok {
-			return none("not reached")
-		}
-		return val{v: float64(h.Calls), ok: true, unit: fmt.Sprintf(" (%s objects)", commas(int(h.Objects)))}
-	})
-	row("webhook calls from the CRDs' creation to the first GET (both CRDs' creates and any conversion trailing them)", func(s convSide) val {
-		if s.res == nil {
-			return none(s.why)
-		}
-		if s.res.BeforeLists == nil {
-			return none("not reached")
-		}
-		h := s.res.BeforeLists
-		return val{v: float64(h.Calls), ok: true, unit: fmt.Sprintf(" (%s objects)", commas(int(h.Objects)))}
-	})
-	row("webhook calls while deleting the two CRDs afterwards (`-cleanup`, reference only)", func(s convSide) val {
-		if s.res == nil {
-			return none(s.why)
-		}
-		if s.res.CleanupHooks == nil {
-			return none("not run (no -cleanup)")
-		}
-		h := s.res.CleanupHooks
-		return val{v: float64(h.Calls), ok: true, unit: fmt.Sprintf(" (%s objects)", commas(int(h.Objects)))}
-	})
-	row("largest ConversionReview of the run (objects)", func(s convSide) val {
-		if s.res == nil {
-			return none(s.why)
-		}
-		return num(float64(s.res.MaxObjsPerCall), 0, "")
-	})
-	row("(setup) create body, v1beta1 CronTab", func(s convSide) val {
-		if s.res == nil {
-			return none(s.why)
-		}
-		return num(float64(s.res.BodyBytes), 0, " B")
-	})
-	row("(setup) creates with the Webhook CRD: req/s", func(s convSide) val { return convPhase(s, "populate-webhook") })
-	row("(setup) creates with the None CRD: req/s", func(s convSide) val { return convPhase(s, "populate-none") })
-	row("(not a target) RSS right after the lists, both CRDs' objects stored (reference: apiserver + etcd)", func(s convSide) val {
-		if s.res == nil {
-			return none(s.why)
-		}
-		if len(s.res.RSSAfter) == 0 {
-			return none("not measured")
-		}
-		return num(s.res.RSSAfterMiB, 1, " MiB")
-	})
-	kept := func(s convSide) string {
-		if s.res == nil {
-			return s.why
-		}
-		if cl := s.res.list("none-v1"); cl != nil && cl.HostPortKept != nil {
-			return map[bool]string{true: "yes (kept)", false: "no (pruned)"}[*cl.HostPortKept]
-		}
-		return "not measured"
-	}
-	t.row("(fidelity, not a target) a None-converted v1 answer still carries the v1beta1-only field `hostPort`", kept(c), kept(r))
+	p("The CronTabs of the Kubernetes documentation: %s objects stored in v1beta1 (`hostPort`) read as v1 (`host`, `port`) through the example webhook "+
+		"(`examples/crontab-conversion`, url + caBundle, `conversionReviewVersions: [v1]`), beside a CRD with None conversion. "+
+		"Each figure is over %d plain GETs of the whole collection, the four collections in turn, after one unmeasured GET of each. "+
+		"The two servers call the webhook at different times (\"while creating\" against \"per GET\"), so their lists through it are not the same work.\n\n",
+		commas(n), first.ListsPerColl)
+	t := newTable("metric", "crdserver", "reference", "ratio")
+	figs(t, convertFigs(n), c, r)
 	p("%s\n", t)
-	if r.res != nil && c.res != nil {
-		p("The two servers convert at different times: the figures say when each called the webhook " +
-			"(\"while creating\" against \"per GET\"), so their list times through the webhook are not the same work.\n\n")
-	}
 
 	// Targets (crdserver).
 	calls := c.listVal("webhook-v1", func(c *convList) float64 { return float64(c.CallsPerList) }, 0, " calls")
@@ -810,7 +810,10 @@ func convertReport(dir string, p func(string, ...any)) (targets [][]string, fail
 	rv := c.ratioVal()
 	m := rv.String()
 	if rv.ok {
-		m = fmt.Sprintf("%s vs %s (%s)", medianOf("webhook-v1")(c), medianOf("none-v1")(c), rv)
+		med := func(name string) val {
+			return c.listVal(name, func(c *convList) float64 { return c.MedianMs }, 1, " ms")
+		}
+		m = fmt.Sprintf("%s vs %s (%s)", med("webhook-v1"), med("none-v1"), rv)
 	}
 	targets = append(targets, []string{fmt.Sprintf("webhook conversion within 2× the None-conversion time (list of %s, medians)", commas(n)),
 		m, met(rv, func(x float64) bool { return x <= 2 })})
@@ -831,16 +834,14 @@ func convertReport(dir string, p func(string, ...any)) (targets [][]string, fail
 }
 
 func convPhase(s convSide, name string) val {
-	if s.res == nil {
-		return none(s.why)
-	}
-	for _, p := range s.res.Phases {
-		if p.Name == name {
-			if p.Errors > 0 {
-				return none(fmt.Sprintf("**failed** (%d/%d errors)", p.Errors, p.Requests))
-			}
-			return num(p.PerSecond, 1, "")
+	return s.with(func(r *convertResult) val {
+		p := find(r.Phases, func(x *phase) bool { return x.Name == name })
+		switch {
+		case p == nil:
+			return none("not reached")
+		case p.Errors > 0:
+			return none(fmt.Sprintf("**failed** (%d/%d errors)", p.Errors, p.Requests))
 		}
-	}
-	return none("not reached")
+		return num(p.PerSecond, 1, "")
+	})
 }
