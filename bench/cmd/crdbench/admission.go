@@ -19,6 +19,7 @@ package main
 // refuse (spec.size 101) is denied if and only if policies are bound.
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -555,10 +556,7 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 	if c.res == nil && k.res == nil {
 		return nil
 	}
-	first := c.res
-	if first == nil {
-		first = k.res
-	}
+	first := cmp.Or(c.res, k.res)
 	sides := []struct {
 		name string
 		s    admSide
@@ -570,63 +568,59 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 	}
 	p("## Admission: creates with 0/1/10 validating policies and one webhook\n\n")
 	p("Creates of a custom resource (`%s`, a Widget of %d bytes like the load's) under each admission configuration: none; "+
-		"1 and 10 ValidatingAdmissionPolicies, each one validation `%s` (which every object passes) on CREATE of the widgets, "+
-		"bound by a ValidatingAdmissionPolicyBinding with `validationActions: [Deny]`; and one validating admission webhook "+
-		"(no policies) that crdbench serves itself on loopback (HTTPS with a self-signed certificate as `caBundle`, url `https://127.0.0.1:<port>/`, "+
-		"AdmissionReview v1, allows everything; `sideEffects: None`, `failurePolicy: Fail`, `timeoutSeconds: 10`). "+
-		"Each of %d rounds measures every configuration in turn (%s): %s creates with %d workers over one HTTP/2 connection "+
-		"(the admin client certificate), then the objects are deleted again (not timed). Figures are medians over the rounds; "+
-		"latencies are each round's nearest-rank percentiles. Before each configuration is measured crdbench waits until it is in force: "+
-		"a probe policy created after the change denies a dry-run probe object, is deleted, and the probe is then admitted, reaching "+
-		"the webhook exactly when one is configured; a dry-run object with `spec.size: 101` is denied exactly when policies are bound. "+
-		"Server CPU is utime + stime of `/proc/PID/stat` over the creates (10 ms ticks) per create: crdserver's one process; "+
-		"kube-apiserver + its etcd. The webhook runs in crdbench, on the same cores.\n\n",
+		"1 and 10 ValidatingAdmissionPolicies, each one validation `%s` (every object passes) on CREATE, bound with `validationActions: [Deny]`; "+
+		"and one validating webhook served by crdbench on loopback (HTTPS, `caBundle`, AdmissionReview v1, allows everything; "+
+		"`sideEffects: None`, `failurePolicy: Fail`, `timeoutSeconds: 10`). Each of %d rounds measures every configuration in turn (%s): "+
+		"%s creates with %d workers over one HTTP/2 connection, then the objects are deleted (not timed). Figures are medians over the rounds "+
+		"of each round's nearest-rank percentiles. Before each configuration crdbench waits until it is in force (a probe policy denies a "+
+		"dry-run probe, is deleted, and the probe is admitted, reaching the webhook exactly when one is configured; a dry-run `spec.size: 101` "+
+		"is denied exactly when policies are bound). Server CPU is utime + stime (`/proc/PID/stat`, 10 ms ticks) of crdserver's one process, "+
+		"of kube-apiserver + etcd.\n\n",
 		first.CRD, first.BodyBytes, first.Expression, first.Rounds, strings.Join(order, " → "), commas(first.N), first.Concurrency)
 
-	t := newTable("configuration", "crdserver creates/s", "p50", "p99", "server CPU per create", "kube-apiserver creates/s", "p50", "p99", "server CPU per create", "creates/s crdserver ÷ kube")
+	// Each configuration's medians, and their cost against no admission.
+	t := newTable("configuration", "crdserver", "kube-apiserver", "ratio")
+	var fs []fig[admSide]
 	for _, cf := range first.Configs {
-		key := cf.Key
-		get := func(s admSide, f func(*admConfig) float64, prec int, unit string) val {
-			return s.cfgVal(key, func(x *admConfig) (float64, bool) { return f(x), f(x) > 0 }, prec, unit)
-		}
-		ps := func(x *admConfig) float64 { return x.PerSecond }
-		p50 := func(x *admConfig) float64 { return x.P50Ms }
-		p99 := func(x *admConfig) float64 { return x.P99Ms }
-		cpu := func(x *admConfig) float64 { return x.CPUPerCreate / 1000 }
-		cps, kps := get(c, ps, 1, ""), get(k, ps, 1, "")
-		t.row(cf.Name, cps, get(c, p50, 2, " ms"), get(c, p99, 2, " ms"), get(c, cpu, 3, " ms"),
-			kps, get(k, p50, 2, " ms"), get(k, p99, 2, " ms"), get(k, cpu, 3, " ms"), ratio(cps, kps))
-	}
-	p("%s\n", t)
-
-	// The cost of each configuration against no admission, per server.
-	base := "p0"
-	t = newTable("cost against no admission (medians)", "crdserver creates/s", "crdserver p50", "crdserver CPU per create", "kube-apiserver creates/s", "kube-apiserver p50", "kube-apiserver CPU per create")
-	rel := func(s admSide, key string) (string, string, string) {
-		if s.res == nil {
-			return s.why, s.why, s.why
-		}
-		b, x := s.res.config(base), s.res.config(key)
-		if b == nil || x == nil || b.GoodRounds == 0 || x.GoodRounds == 0 || b.PerSecond == 0 {
-			return "–", "–", "–"
-		}
-		cpu := "–"
-		if b.CPUPerCreate > 0 && x.CPUPerCreate > 0 {
-			cpu = fmt.Sprintf("%+.0f µs", x.CPUPerCreate-b.CPUPerCreate)
-			if x.Policies > 1 {
-				cpu += fmt.Sprintf(" (%+.0f µs per policy)", (x.CPUPerCreate-b.CPUPerCreate)/float64(x.Policies))
+		get := func(f func(*admConfig) float64, prec int, unit string) func(admSide) val {
+			return func(s admSide) val {
+				return s.cfgVal(cf.Key, func(x *admConfig) (float64, bool) { return f(x), f(x) > 0 }, prec, unit)
 			}
 		}
-		return fmt.Sprintf("%.2f×", x.PerSecond/b.PerSecond), fmt.Sprintf("%+.2f ms", x.P50Ms-b.P50Ms), cpu
-	}
-	for _, cf := range first.Configs {
-		if cf.Key == base {
+		fs = append(fs, fig[admSide]{cf.Name + ": creates/s", get(func(x *admConfig) float64 { return x.PerSecond }, 1, ""), ratio},
+			fig[admSide]{"… p50", get(func(x *admConfig) float64 { return x.P50Ms }, 2, " ms"), ratio},
+			fig[admSide]{"… p99", get(func(x *admConfig) float64 { return x.P99Ms }, 2, " ms"), ratio},
+			fig[admSide]{"… server CPU per create", get(func(x *admConfig) float64 { return x.CPUPerCreate / 1000 }, 3, " ms"), ratio})
+		if cf.Key == "p0" {
 			continue
 		}
-		a1, a2, a3 := rel(c, cf.Key)
-		b1, b2, b3 := rel(k, cf.Key)
-		t.row(cf.Name, a1, a2, a3, b1, b2, b3)
+		// rel is this configuration against no admission (p0).
+		rel := func(f func(b, x *admConfig) string) func(admSide) val {
+			return func(s admSide) val {
+				if s.res == nil {
+					return label(s.why)
+				}
+				b, x := s.res.config("p0"), s.res.config(cf.Key)
+				if b == nil || x == nil || b.GoodRounds == 0 || x.GoodRounds == 0 || b.PerSecond == 0 {
+					return label("–")
+				}
+				return label(f(b, x))
+			}
+		}
+		fs = append(fs, fig[admSide]{"… creates/s against no admission", rel(func(b, x *admConfig) string { return fmt.Sprintf("%.2f×", x.PerSecond/b.PerSecond) }), nil},
+			fig[admSide]{"… p50 against no admission", rel(func(b, x *admConfig) string { return fmt.Sprintf("%+.2f ms", x.P50Ms-b.P50Ms) }), nil},
+			fig[admSide]{"… server CPU per create against no admission", rel(func(b, x *admConfig) string {
+				if b.CPUPerCreate <= 0 || x.CPUPerCreate <= 0 {
+					return "–"
+				}
+				cpu := fmt.Sprintf("%+.0f µs", x.CPUPerCreate-b.CPUPerCreate)
+				if x.Policies > 1 {
+					cpu += fmt.Sprintf(" (%+.0f µs per policy)", (x.CPUPerCreate-b.CPUPerCreate)/float64(x.Policies))
+				}
+				return cpu
+			}), nil})
 	}
+	figs(t, fs, c, k)
 	p("%s\n", t)
 
 	// Round by round, with the load average.
