@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 // side is everything measured for one server.
 type side struct {
+	name    string
 	starts  []startResult
 	load    *loadResult
 	loadErr string
@@ -27,7 +29,7 @@ func readJSON(path string, v any) error {
 }
 
 func loadSide(dir, name string) side {
-	var s side
+	s := side{name: name}
 	files, _ := filepath.Glob(filepath.Join(dir, "start-"+name+"-*.json"))
 	slices.Sort(files)
 	for _, f := range files {
@@ -54,23 +56,6 @@ func (s side) okStarts() []startResult {
 		}
 	}
 	return r
-}
-
-func (s side) startStat(f func(startResult) float64) []float64 {
-	var v []float64
-	for _, st := range s.okStarts() {
-		v = append(v, f(st))
-	}
-	return v
-}
-
-func memOf(st startResult, name string) float64 {
-	for _, m := range st.Mem {
-		if m.Name == name {
-			return m.VMRSSMiB
-		}
-	}
-	return 0
 }
 
 // val is a table cell: a number, or why there is none.
@@ -100,37 +85,6 @@ func ratio(a, b val) string {
 }
 
 // loadCell picks a value from a load phase, or says why it is missing.
-// roundRates lists the req/s of every round of a load phase (create-1,
-// create-2, …), "" when it ran in one round.
-func roundRates(s side, phaseName string) string {
-	if s.load == nil {
-		return ""
-	}
-	var rates []string
-	for k := 1; ; k++ {
-		p := s.load.phase(fmt.Sprintf("%s-%d", phaseName, k))
-		if p == nil {
-			break
-		}
-		rates = append(rates, fmt.Sprintf("%.1f", p.PerSecond))
-	}
-	return strings.Join(rates, ", ")
-}
-
-func loadCell(s side, phaseName string, f func(*phase) float64, prec int, unit string) val {
-	if s.load == nil {
-		return none("not measured")
-	}
-	p := s.load.phase(phaseName)
-	if p == nil {
-		return none("not reached")
-	}
-	if p.Errors > 0 {
-		return none(fmt.Sprintf("**failed** (%d/%d errors)", p.Errors, p.Requests))
-	}
-	return num(f(p), prec, unit)
-}
-
 // commas writes a count as 1,000.
 func commas(n int) string {
 	s := strconv.Itoa(n)
@@ -160,6 +114,152 @@ func failureLines(who string, fs []failure) []string {
 // yesNo is a target's verdict.
 func yesNo(ok bool) string { return map[bool]string{true: "**yes**", false: "**no**"}[ok] }
 
+// startVal is an aggregate (agg) of a figure f of a server's starts that
+// reached ready, times scale, or why there is none.
+func (s side) startVal(f func(startResult) float64, agg func([]float64) float64, prec int, unit string, scale float64) val {
+	var v []float64
+	for _, st := range s.okStarts() {
+		v = append(v, f(st))
+	}
+	switch {
+	case len(v) > 0:
+		return num(agg(v)*scale, prec, unit)
+	case len(s.starts) > 0:
+		return none("**failed**: " + s.starts[0].Error)
+	}
+	return none("not measured")
+}
+
+// loadCell picks a value from a load phase, or says why it is missing.
+func loadCell(s side, phaseName string, f func(*phase) float64, prec int, unit string) val {
+	if s.load == nil {
+		return none("not measured")
+	}
+	p := s.load.phase(phaseName)
+	if p == nil {
+		return none("not reached")
+	}
+	if p.Errors > 0 {
+		return none(fmt.Sprintf("**failed** (%d/%d errors)", p.Errors, p.Requests))
+	}
+	return num(f(p), prec, unit)
+}
+
+// listCell is a figure of the load's lists, or why there is none.
+func listCell(s side, f func(*loadResult) float64, prec int, unit string) val {
+	switch {
+	case s.load == nil:
+		return none("not measured")
+	case s.load.phase("populate") == nil:
+		return none("not reached")
+	case len(s.load.Lists) == 0 || s.load.ListMedianMs == 0 || slices.ContainsFunc(s.load.Failures, func(f failure) bool { return f.Phase == "list" }):
+		return none("**failed** (see Failures)")
+	}
+	return num(f(s.load), prec, unit)
+}
+
+// resultFigs are the rows of the start-up and load table.
+func resultFigs(c, r side) []fig[side] {
+	var fs []fig[side]
+	add := func(metric string, rt func(a, b val) string, cell func(side) val) {
+		fs = append(fs, fig[side]{metric, cell, rt})
+	}
+	minf := func(v []float64) float64 { return slices.Min(v) }
+	ready := func(st startResult) float64 { return st.ReadyMs }
+	readyT0 := func(st startResult) float64 { return cmp.Or(st.SinceT0Ms, st.ReadyMs) }
+	total := func(st startResult) float64 { return st.TotalRSSMiB }
+	mem := func(name string) func(startResult) float64 {
+		return func(st startResult) float64 {
+			if m := find(st.Mem, func(m *procMem) bool { return m.Name == name }); m != nil {
+				return m.VMRSSMiB
+			}
+			return 0
+		}
+	}
+	start := func(f func(startResult) float64, agg func([]float64) float64, prec int, unit string, scale float64) func(side) val {
+		return func(s side) val { return s.startVal(f, agg, prec, unit, scale) }
+	}
+	idleSec := 0.0
+	if st := c.okStarts(); len(st) > 0 {
+		idleSec = st[0].IdleSec
+	}
+	add(fmt.Sprintf("start-up, launch → /readyz ok, min (crdserver %d starts, reference %d)", len(c.okStarts()), len(r.okStarts())), ratio, start(ready, minf, 3, " s", 0.001))
+	add("start-up, launch → /readyz ok, median", ratio, start(ready, median, 3, " s", 0.001))
+	add("start-up incl. etcd, median (reference: etcd launch → apiserver /readyz ok; crdserver embeds etcd, same as above)", ratio, start(readyT0, median, 3, " s", 0.001))
+	add(fmt.Sprintf("idle RSS %.0f s after ready, no CRDs: server process, median (crdserver includes its embedded etcd)", idleSec), ratio, func(s side) val {
+		name := map[bool]string{true: "crdserver", false: "apiextensions-apiserver"}[s.name == "crdserver"]
+		return s.startVal(mem(name), median, 1, " MiB", 1)
+	})
+	add("idle RSS: etcd, median", nil, func(s side) val {
+		if s.name == "crdserver" {
+			return label("(embedded, in the row above)")
+		}
+		return s.startVal(mem("etcd"), median, 1, " MiB", 1)
+	})
+	add("idle RSS: total, median (reference: apiserver + etcd)", ratio, start(total, median, 1, " MiB", 1))
+
+	phaseOf := func(name string, sides ...side) *phase {
+		for _, s := range sides {
+			if s.load != nil && s.load.phase(name) != nil {
+				return s.load.phase(name)
+			}
+		}
+		return &phase{}
+	}
+	n := phaseOf("create", c, r).Requests
+	for _, ph := range []string{"create", "delete"} {
+		for _, x := range []struct {
+			what string
+			f    func(*phase) float64
+			prec int
+			unit string
+		}{{"req/s", func(p *phase) float64 { return p.PerSecond }, 1, ""}, {"p50", func(p *phase) float64 { return p.P50Ms }, 2, " ms"},
+			{"p99", func(p *phase) float64 { return p.P99Ms }, 2, " ms"}, {"wall time", func(p *phase) float64 { return p.WallSec }, 3, " s"}} {
+			add(fmt.Sprintf("%s sequential %ss: %s", commas(n), ph, x.what), ratio, func(s side) val { return loadCell(s, ph, x.f, x.prec, x.unit) })
+		}
+		// The req/s of every round of the phase (create-1, create-2, …).
+		rates := func(s side) val {
+			var rates []string
+			for k := 1; s.load != nil && s.load.phase(fmt.Sprintf("%s-%d", ph, k)) != nil; k++ {
+				rates = append(rates, fmt.Sprintf("%.1f", s.load.phase(fmt.Sprintf("%s-%d", ph, k)).PerSecond))
+			}
+			return label(strings.Join(rates, ", "))
+		}
+		if rates(c).why != "" || rates(r).why != "" {
+			add(fmt.Sprintf("%s sequential %ss: req/s of each round (the rows above are the median round)", commas(n), ph), nil, rates)
+		}
+	}
+	listN := phaseOf("populate", c, r).Requests
+	nl := 0
+	if r.load != nil {
+		nl = len(r.load.Lists)
+	}
+	list := func(f func(*loadResult) float64, prec int, unit string) func(side) val {
+		return func(s side) val { return listCell(s, f, prec, unit) }
+	}
+	add(fmt.Sprintf("list of %s objects (plain GET, no limit): median of %d", commas(listN), nl), ratio, list(func(l *loadResult) float64 { return l.ListMedianMs }, 1, " ms"))
+	add("list: min", ratio, list(func(l *loadResult) float64 { return l.ListMinMs }, 1, " ms"))
+	add("list: max", ratio, list(func(l *loadResult) float64 { return l.ListMaxMs }, 1, " ms"))
+	add("list: items returned", ratio, list(func(l *loadResult) float64 { return float64(l.ListItems) }, 0, ""))
+	add("list: response size", ratio, list(func(l *loadResult) float64 { return float64(l.ListBytes) / 1e6 }, 2, " MB"))
+	add("list: bytes per object", ratio, list(func(l *loadResult) float64 { return float64(l.ListBytes) / float64(max(1, l.ListItems)) }, 0, " B"))
+	add("created objects carry `metadata.managedFields` (as kube-apiserver records them)", nil, func(s side) val {
+		if s.load == nil || s.load.Sample == "" {
+			return label("not measured")
+		}
+		return label(map[bool]string{true: "yes", false: "no"}[s.load.ManagedFields])
+	})
+	add(fmt.Sprintf("(setup, not a target) %s creates with %d workers: req/s", commas(listN), phaseOf("populate", r, c).Concurrency), ratio,
+		func(s side) val { return loadCell(s, "populate", func(p *phase) float64 { return p.PerSecond }, 1, "") })
+	add(fmt.Sprintf("(not a target) RSS right after the lists, %s objects stored (reference: apiserver + etcd)", commas(listN)), ratio, func(s side) val {
+		if s.load == nil || len(s.load.RSSAfter) == 0 {
+			return none("not measured")
+		}
+		return num(s.load.RSSAfterMiB, 1, " MiB")
+	})
+	return fs
+}
+
 func runReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ExitOnError)
 	dir := fs.String("dir", "", "folder with the JSON results of one run")
@@ -180,123 +280,9 @@ func runReport(args []string) error {
 		p("## Machine\n\n```\n%s\n```\n\n", m)
 	}
 
-	nC, nR := len(c.okStarts()), len(r.okStarts())
-	startVal := func(s side, f func(startResult) float64, agg func([]float64) float64, prec int, unit string, scale float64) val {
-		v := s.startStat(f)
-		if len(v) == 0 {
-			if len(s.starts) > 0 {
-				return none("**failed**: " + s.starts[0].Error)
-			}
-			return none("not measured")
-		}
-		return num(agg(v)*scale, prec, unit)
-	}
-	startBoth := func(f func(startResult) float64, agg func([]float64) float64, prec int, unit string, scale float64) (val, val) {
-		return startVal(c, f, agg, prec, unit, scale), startVal(r, f, agg, prec, unit, scale)
-	}
-	minf := func(v []float64) float64 { return slices.Min(v) }
-	ready := func(st startResult) float64 { return st.ReadyMs }
-	readyT0 := func(st startResult) float64 {
-		if st.SinceT0Ms > 0 {
-			return st.SinceT0Ms
-		}
-		return st.ReadyMs
-	}
-	mem := func(name string) func(startResult) float64 {
-		return func(st startResult) float64 { return memOf(st, name) }
-	}
-	total := func(st startResult) float64 { return st.TotalRSSMiB }
-
 	p("## Results\n\n")
 	t := newTable("metric", "crdserver", "reference", "ratio")
-	cv, rv := startBoth(ready, minf, 3, " s", 0.001)
-	t.cmp(fmt.Sprintf("start-up, launch → /readyz ok, min (crdserver %d starts, reference %d)", nC, nR), cv, rv)
-	cv, rv = startBoth(ready, median, 3, " s", 0.001)
-	t.cmp("start-up, launch → /readyz ok, median", cv, rv)
-	cv, rv = startBoth(readyT0, median, 3, " s", 0.001)
-	t.cmp("start-up incl. etcd, median (reference: etcd launch → apiserver /readyz ok; crdserver embeds etcd, same as above)", cv, rv)
-	idleSec := 0.0
-	if st := c.okStarts(); len(st) > 0 {
-		idleSec = st[0].IdleSec
-	}
-	t.cmp(fmt.Sprintf("idle RSS %.0f s after ready, no CRDs: server process, median (crdserver includes its embedded etcd)", idleSec),
-		startVal(c, mem("crdserver"), median, 1, " MiB", 1), startVal(r, mem("apiextensions-apiserver"), median, 1, " MiB", 1))
-	t.row("idle RSS: etcd, median", "(embedded, in the row above)", startVal(r, mem("etcd"), median, 1, " MiB", 1), "–")
-	cv, rv = startBoth(total, median, 1, " MiB", 1)
-	t.cmp("idle RSS: total, median (reference: apiserver + etcd)", cv, rv)
-
-	perSec := func(p *phase) float64 { return p.PerSecond }
-	phaseOf := func(name string, first, second side) *phase {
-		for _, s := range []side{first, second} {
-			if s.load != nil && s.load.phase(name) != nil {
-				return s.load.phase(name)
-			}
-		}
-		return &phase{}
-	}
-	n := phaseOf("create", c, r).Requests
-	for _, ph := range []string{"create", "delete"} {
-		for _, x := range []struct {
-			what string
-			f    func(*phase) float64
-			prec int
-			unit string
-		}{{"req/s", perSec, 1, ""}, {"p50", func(p *phase) float64 { return p.P50Ms }, 2, " ms"},
-			{"p99", func(p *phase) float64 { return p.P99Ms }, 2, " ms"}, {"wall time", func(p *phase) float64 { return p.WallSec }, 3, " s"}} {
-			t.cmp(fmt.Sprintf("%s sequential %ss: %s", commas(n), ph, x.what), loadCell(c, ph, x.f, x.prec, x.unit), loadCell(r, ph, x.f, x.prec, x.unit))
-		}
-		if cr, rr := roundRates(c, ph), roundRates(r, ph); cr != "" || rr != "" {
-			t.row(fmt.Sprintf("%s sequential %ss: req/s of each round (the rows above are the median round)", commas(n), ph), cr, rr, "–")
-		}
-	}
-	listCell := func(s side, f func(*loadResult) float64, prec int, unit string) val {
-		if s.load == nil {
-			return none("not measured")
-		}
-		if s.load.phase("populate") == nil {
-			return none("not reached")
-		}
-		if len(s.load.Lists) == 0 || s.load.ListMedianMs == 0 {
-			return none("**failed** (see Failures)")
-		}
-		for _, f := range s.load.Failures {
-			if f.Phase == "list" {
-				return none("**failed** (see Failures)")
-			}
-		}
-		return num(f(s.load), prec, unit)
-	}
-	listRow := func(metric string, f func(*loadResult) float64, prec int, unit string) {
-		t.cmp(metric, listCell(c, f, prec, unit), listCell(r, f, prec, unit))
-	}
-	listN := phaseOf("populate", c, r).Requests
-	nl := 0
-	if r.load != nil {
-		nl = len(r.load.Lists)
-	}
-	listRow(fmt.Sprintf("list of %s objects (plain GET, no limit): median of %d", commas(listN), nl), func(l *loadResult) float64 { return l.ListMedianMs }, 1, " ms")
-	listRow("list: min", func(l *loadResult) float64 { return l.ListMinMs }, 1, " ms")
-	listRow("list: max", func(l *loadResult) float64 { return l.ListMaxMs }, 1, " ms")
-	listRow("list: items returned", func(l *loadResult) float64 { return float64(l.ListItems) }, 0, "")
-	listRow("list: response size", func(l *loadResult) float64 { return float64(l.ListBytes) / 1e6 }, 2, " MB")
-	listRow("list: bytes per object", func(l *loadResult) float64 { return float64(l.ListBytes) / float64(max(1, l.ListItems)) }, 0, " B")
-	mf := func(s side) string {
-		if s.load == nil || s.load.Sample == "" {
-			return "not measured"
-		}
-		return map[bool]string{true: "yes", false: "no"}[s.load.ManagedFields]
-	}
-	t.row("created objects carry `metadata.managedFields` (as kube-apiserver records them)", mf(c), mf(r), "–")
-	conc := phaseOf("populate", r, c).Concurrency
-	t.cmp(fmt.Sprintf("(setup, not a target) %s creates with %d workers: req/s", commas(listN), conc),
-		loadCell(c, "populate", perSec, 1, ""), loadCell(r, "populate", perSec, 1, ""))
-	rssAfter := func(s side) val {
-		if s.load == nil || len(s.load.RSSAfter) == 0 {
-			return none("not measured")
-		}
-		return num(s.load.RSSAfterMiB, 1, " MiB")
-	}
-	t.cmp(fmt.Sprintf("(not a target) RSS right after the lists, %s objects stored (reference: apiserver + etcd)", commas(listN)), rssAfter(c), rssAfter(r))
+	figs(t, resultFigs(c, r), c, r)
 	p("%s\n", t)
 	if c.load != nil && r.load != nil && c.load.Sample != "" && r.load.Sample != "" && c.load.ManagedFields != r.load.ManagedFields {
 		p("**Not like for like:** ")
@@ -330,8 +316,9 @@ func runReport(args []string) error {
 		}
 		t.row(name, v, m)
 	}
-	target("start-up (launch → /readyz ok, median) under 1 s", startVal(c, ready, median, 3, " s", 0.001), func(x float64) bool { return x < 1 })
-	target("idle RSS (median) under 100 MiB", startVal(c, total, median, 1, " MiB", 1), func(x float64) bool { return x < 100 })
+	target("start-up (launch → /readyz ok, median) under 1 s", c.startVal(func(st startResult) float64 { return st.ReadyMs }, median, 3, " s", 0.001), func(x float64) bool { return x < 1 })
+	target("idle RSS (median) under 100 MiB", c.startVal(func(st startResult) float64 { return st.TotalRSSMiB }, median, 1, " MiB", 1), func(x float64) bool { return x < 100 })
+	perSec := func(p *phase) float64 { return p.PerSecond }
 	cc, rc := loadCell(c, "create", perSec, 1, " req/s"), loadCell(r, "create", perSec, 1, " req/s")
 	if cc.ok && rc.ok {
 		t.row("create throughput at least the reference's", fmt.Sprintf("%s vs %s (%s)", cc, rc, ratio(cc, rc)), yesNo(cc.v >= rc.v))
