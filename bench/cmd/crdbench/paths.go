@@ -1156,14 +1156,12 @@ func (p *pathsRun) convRow(rd *pathsRound, roundCRDs *[]string) {
 		p.fail(rd, "conv-setup", f)
 		return
 	}
-	var f *failure
-	if cv.First, f = p.convList(group, true); f != nil {
-		p.fail(rd, "conv-setup", *f)
-		return
-	}
-	if cv.Warm, f = p.convList(group, true); f != nil {
-		p.fail(rd, "conv-setup", *f)
-		return
+	for _, dst := range []**convListRun{&cv.First, &cv.Warm} {
+		var f *failure
+		if *dst, f = p.convList(group, true); f != nil {
+			p.fail(rd, "conv-setup", *f)
+			return
+		}
 	}
 	log.Printf("  first list as v1: %.1f ms, %d webhook calls; warm list: %.1f ms, %d calls", cv.First.Ms, cv.First.Webhook.Calls, cv.Warm.Ms, cv.Warm.Webhook.Calls)
 
@@ -1187,62 +1185,53 @@ func (p *pathsRun) convRow(rd *pathsRound, roundCRDs *[]string) {
 		}
 	}
 
-	// The edit: a printer column on v1; conversion untouched.
-	column := map[string]any{"name": "Image", "type": "string", "jsonPath": ".spec.image"}
-	cv.Edit, f = p.changeCRD(name, func(c map[string]any) error {
-		if !addColumn(c, "v1", column) {
-			return errors.New("no version v1 in the CRD")
-		}
-		return nil
-	}, func(c map[string]any) bool { return crdHasColumn(c, "v1", "Image") }, hasColumn)
-	if f != nil {
-		p.fail(rd, "conv-edit", *f)
-		return
-	}
-	if cv.Edit.List, f = p.convList(group, true); f != nil {
-		p.fail(rd, "conv-edit", *f)
-		return
-	}
-	log.Printf("  after the edit (observed in %.0f ms, served in %.0f ms): first GET HTTP %d in %.1f ms; a 200 list after %.1f ms, %d GETs, %d webhook calls",
-		cv.Edit.ObservedMs, cv.Edit.ServedMs, cv.Edit.List.Status, cv.Edit.List.Ms, cv.Edit.List.UntilOKMs, cv.Edit.List.Attempts, cv.Edit.List.Webhook.Calls)
-
-	// Webhook → None, one list; then None → the same Webhook as before.
+	// The changes, each then served and listed as v1: a printer column on
+	// v1 (conversion untouched); Webhook → None; None → the same Webhook as
+	// before.
 	var webhookConv any
-	cv.ToNone, f = p.changeCRD(name, func(c map[string]any) error {
-		spec, _ := c["spec"].(map[string]any)
-		if spec == nil {
-			return errors.New("CRD without spec")
+	setConv := func(to func(old any) any) func(map[string]any) error {
+		return func(c map[string]any) error {
+			spec, _ := c["spec"].(map[string]any)
+			if spec == nil {
+				return errors.New("CRD without spec")
+			}
+			spec["conversion"] = to(spec["conversion"])
+			return nil
 		}
-		webhookConv = spec["conversion"]
-		spec["conversion"] = map[string]any{"strategy": "None"}
-		return nil
-	}, func(c map[string]any) bool { return crdConversion(c) == "None" }, hostIs(false))
-	if f != nil {
-		p.fail(rd, "conv-flip", *f)
-		return
 	}
-	if cv.ToNone.List, f = p.convList(group, false); f != nil {
-		p.fail(rd, "conv-flip", *f)
-		return
+	convIs := func(s string) func(map[string]any) bool {
+		return func(c map[string]any) bool { return crdConversion(c) == s }
 	}
-	cv.Flip, f = p.changeCRD(name, func(c map[string]any) error {
-		spec, _ := c["spec"].(map[string]any)
-		if spec == nil {
-			return errors.New("CRD without spec")
+	for _, x := range []struct {
+		row, what string
+		dst       **convChange
+		edit      func(map[string]any) error
+		observed  func(map[string]any) bool
+		served    func() bool
+		webhook   bool
+	}{
+		{"conv-edit", "after the edit", &cv.Edit, func(c map[string]any) error {
+			if !addColumn(c, "v1", map[string]any{"name": "Image", "type": "string", "jsonPath": ".spec.image"}) {
+				return errors.New("no version v1 in the CRD")
+			}
+			return nil
+		}, func(c map[string]any) bool { return crdHasColumn(c, "v1", "Image") }, hasColumn, true},
+		{"conv-flip", "Webhook → None", &cv.ToNone, setConv(func(old any) any { webhookConv = old; return map[string]any{"strategy": "None"} }), convIs("None"), hostIs(false), false},
+		{"conv-flip", "None → Webhook", &cv.Flip, setConv(func(any) any { return webhookConv }), convIs("Webhook"), hostIs(true), true},
+	} {
+		var f *failure
+		if *x.dst, f = p.changeCRD(name, x.edit, x.observed, x.served); f != nil {
+			p.fail(rd, x.row, *f)
+			return
 		}
-		spec["conversion"] = webhookConv
-		return nil
-	}, func(c map[string]any) bool { return crdConversion(c) == "Webhook" }, hostIs(true))
-	if f != nil {
-		p.fail(rd, "conv-flip", *f)
-		return
+		ch := *x.dst
+		if ch.List, f = p.convList(group, x.webhook); f != nil {
+			p.fail(rd, x.row, *f)
+			return
+		}
+		log.Printf("  %s (observed in %.0f ms, served in %.0f ms): first GET HTTP %d in %.1f ms; a 200 list after %.1f ms, %d GETs, %d webhook calls",
+			x.what, ch.ObservedMs, ch.ServedMs, ch.List.Status, ch.List.Ms, ch.List.UntilOKMs, ch.List.Attempts, ch.List.Webhook.Calls)
 	}
-	if cv.Flip.List, f = p.convList(group, true); f != nil {
-		p.fail(rd, "conv-flip", *f)
-		return
-	}
-	log.Printf("  None → Webhook (observed in %.0f ms, served in %.0f ms): first GET HTTP %d in %.1f ms; a 200 list after %.1f ms, %d GETs, %d webhook calls",
-		cv.Flip.ObservedMs, cv.Flip.ServedMs, cv.Flip.List.Status, cv.Flip.List.Ms, cv.Flip.List.UntilOKMs, cv.Flip.List.Attempts, cv.Flip.List.Webhook.Calls)
 }
 
 // pathsSide is the paths benchmark of one server (paths-NAME.json).
