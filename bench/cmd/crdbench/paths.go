@@ -721,40 +721,21 @@ func (p *pathsRun) round(rd *pathsRound) error {
 	if p.ctx.Err() != nil {
 		return p.ctx.Err()
 	}
-	// Row 3: full lists with gzip.
-	log.Printf("round %d: %d full lists (gzip)", rd.Round, p.lists)
-	var ds []float64
-	for range p.lists {
+	// Rows 3 and 4: full lists with gzip, and walks by pages.
+	log.Printf("round %d: %d full lists (gzip), %d walks by pages of %d", rd.Round, p.lists, p.walks, p.pageLimit)
+	rd.ListMedianMs = p.repeat(rd, "list", p.lists, func() (float64, *failure) {
 		s, f := p.gzipList(coll)
 		rd.Lists = append(rd.Lists, s)
-		if f != nil {
-			p.fail(rd, "list", *f)
-			break
-		}
-		ds = append(ds, s.Ms)
-	}
-	if len(ds) == p.lists {
-		rd.ListMedianMs = median(ds)
-	}
-
+		return s.Ms, f
+	})
 	if p.ctx.Err() != nil {
 		return p.ctx.Err()
 	}
-	// Row 4: paged walks.
-	log.Printf("round %d: %d walks by pages of %d", rd.Round, p.walks, p.pageLimit)
-	ds = nil
-	for range p.walks {
+	rd.WalkMedianMs = p.repeat(rd, "pages", p.walks, func() (float64, *failure) {
 		w, f := p.pageWalk(coll)
 		rd.Walks = append(rd.Walks, w)
-		if f != nil {
-			p.fail(rd, "pages", *f)
-			break
-		}
-		ds = append(ds, w.Ms)
-	}
-	if len(ds) == p.walks {
-		rd.WalkMedianMs = median(ds)
-	}
+		return w.Ms, f
+	})
 
 	if p.ctx.Err() != nil {
 		return p.ctx.Err()
@@ -781,6 +762,21 @@ func (p *pathsRun) round(rd *pathsRound) error {
 		p.fail(rd, "delete", *f)
 	}
 	return p.conversionAndRest(rd, &roundCRDs)
+}
+
+// repeat takes k samples with f, in ms, and returns their median; at the
+// first failure it records it as row's and returns 0.
+func (p *pathsRun) repeat(rd *pathsRound, row string, k int, f func() (float64, *failure)) float64 {
+	var ds []float64
+	for range k {
+		d, fl := f()
+		if fl != nil {
+			p.fail(rd, row, *fl)
+			return 0
+		}
+		ds = append(ds, d)
+	}
+	return median(ds)
 }
 
 // conversionAndRest runs rows 8 and 6 of a round (they do not need its
