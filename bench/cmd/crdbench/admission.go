@@ -32,7 +32,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -517,18 +516,7 @@ func runAdmission(args []string) error {
 }
 
 // admSide is the admission benchmark of one server (admission-NAME.json).
-type admSide struct {
-	res *admissionResult
-	why string // why there is none
-}
-
-func loadAdmSide(dir, name string) admSide {
-	var r admissionResult
-	if err := readJSON(filepath.Join(dir, "admission-"+name+".json"), &r); err != nil {
-		return admSide{why: "not measured"}
-	}
-	return admSide{res: &r}
-}
+type admSide sideOf[admissionResult]
 
 // cfgVal is a median of one configuration, or why there is none.
 func (s admSide) cfgVal(key string, f func(*admConfig) (float64, bool), prec int, unit string) val {
@@ -552,7 +540,7 @@ func (s admSide) cfgVal(key string, f func(*admConfig) (float64, bool), prec int
 // admissionReport writes the admission section (crdserver beside
 // kube-apiserver) and returns its failures.
 func admissionReport(dir string, p func(string, ...any)) (fails []string) {
-	c, k := loadAdmSide(dir, "crdserver"), loadAdmSide(dir, "kube")
+	c, k := admSide(readSide[admissionResult](dir, "admission-crdserver.json")), admSide(readSide[admissionResult](dir, "admission-kube.json"))
 	if c.res == nil && k.res == nil {
 		return nil
 	}

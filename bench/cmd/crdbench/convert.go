@@ -15,7 +15,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -617,18 +616,7 @@ func serveTLS(name string, h http.Handler) (string, []byte, *http.Server, error)
 }
 
 // convSide is the conversion benchmark of one server (convert-NAME.json).
-type convSide struct {
-	res *convertResult
-	why string // why there is none
-}
-
-func loadConvSide(dir, name string) convSide {
-	var r convertResult
-	if err := readJSON(filepath.Join(dir, "convert-"+name+".json"), &r); err != nil {
-		return convSide{why: "not measured"}
-	}
-	return convSide{res: &r}
-}
+type convSide sideOf[convertResult]
 
 // listVal is a figure of one measured collection, or why there is none.
 func (s convSide) listVal(name string, f func(*convList) float64, prec int, unit string) val {
@@ -781,7 +769,7 @@ func convertFigs(n int) []fig[convSide] {
 // convertReport writes the webhook conversion section and returns its rows
 // for the Targets table and its failures.
 func convertReport(dir string, p func(string, ...any)) (targets [][]string, fails []string) {
-	c, r := loadConvSide(dir, "crdserver"), loadConvSide(dir, "reference")
+	c, r := convSide(readSide[convertResult](dir, "convert-crdserver.json")), convSide(readSide[convertResult](dir, "convert-reference.json"))
 	if c.res == nil && r.res == nil {
 		return nil, nil
 	}

@@ -29,7 +29,6 @@ import (
 	"log"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -638,18 +637,7 @@ func renewLeases(c *client, lr *leaseResult, last [][]byte, coll string, leaseNa
 }
 
 // coreSide is the core-types benchmark of one server (core-NAME.json).
-type coreSide struct {
-	res *coreResult
-	why string // why there is none
-}
-
-func loadCoreSide(dir, name string) coreSide {
-	var r coreResult
-	if err := readJSON(filepath.Join(dir, "core-"+name+".json"), &r); err != nil {
-		return coreSide{why: "not measured"}
-	}
-	return coreSide{res: &r}
-}
+type coreSide sideOf[coreResult]
 
 // phaseVal is a figure of one phase, or why there is none.
 func (s coreSide) phaseVal(name string, f func(*corePhase) (float64, bool), prec int, unit string) val {
@@ -854,7 +842,7 @@ func coreFigs(n, lists, leases, conc int, period, duration, idle float64) []fig[
 // coreReport writes the core types section (crdserver ÷ kube-apiserver)
 // and returns its failures.
 func coreReport(dir string, p func(string, ...any)) (fails []string) {
-	c, k := loadCoreSide(dir, "crdserver"), loadCoreSide(dir, "kube")
+	c, k := coreSide(readSide[coreResult](dir, "core-crdserver.json")), coreSide(readSide[coreResult](dir, "core-kube.json"))
 	if c.res == nil && k.res == nil {
 		return nil
 	}

@@ -43,7 +43,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -1231,18 +1230,7 @@ func (p *pathsRun) convRow(rd *pathsRound, roundCRDs *[]string) {
 }
 
 // pathsSide is the paths benchmark of one server (paths-NAME.json).
-type pathsSide struct {
-	res *pathsResult
-	why string // why there is none
-}
-
-func loadPathsSide(dir, name string) pathsSide {
-	var r pathsResult
-	if err := readJSON(filepath.Join(dir, "paths-"+name+".json"), &r); err != nil {
-		return pathsSide{why: "not measured"}
-	}
-	return pathsSide{res: &r}
-}
+type pathsSide sideOf[pathsResult]
 
 // roundStat is the median over rounds of a round's figure f, with the
 // smallest and largest. A round counts if none of rows failed in it and f
@@ -1545,7 +1533,7 @@ func orZero[T any](p *T) *T {
 // pathsReport writes the section of crdbench paths (crdserver beside the
 // reference) and returns its failures.
 func pathsReport(dir string, p func(string, ...any)) (fails []string) {
-	c, r := loadPathsSide(dir, "crdserver"), loadPathsSide(dir, "reference")
+	c, r := pathsSide(readSide[pathsResult](dir, "paths-crdserver.json")), pathsSide(readSide[pathsResult](dir, "paths-reference.json"))
 	if c.res == nil && r.res == nil {
 		return nil
 	}

@@ -12,6 +12,21 @@ import (
 	"strings"
 )
 
+// sideOf is one server's result of a workload, read from its JSON file,
+// or why there is none.
+type sideOf[T any] struct {
+	res *T
+	why string
+}
+
+func readSide[T any](dir, file string) sideOf[T] {
+	var r T
+	if err := readJSON(filepath.Join(dir, file), &r); err != nil {
+		return sideOf[T]{why: "not measured"}
+	}
+	return sideOf[T]{res: &r}
+}
+
 // side is everything measured for one server.
 type side struct {
 	name    string
