@@ -9,7 +9,6 @@ import (
 	"log"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,20 +132,15 @@ func runRules(args []string) error {
 		res.Failures = append(res.Failures, firstError(res.Phases...)...)
 		return done(*jsonOut, res, &res.Error, res.Failures, err)
 	}
-	post := func(phase, path string, body []byte, want ...int) bool {
-		code, b, err := l.do(ctx, http.MethodPost, base+path, body)
-		if err == nil && slices.Contains(want, code) {
-			return true
-		}
-		f := failure{Phase: phase, Method: http.MethodPost, Path: path, Status: code, Body: truncate(b, 2000)}
+	// post creates an object, which must not exist (a fresh crdserver).
+	post := func(phase, path string, body []byte) bool {
+		f, err := l.create(ctx, phase, phase, base+path, body)
 		if err != nil {
-			f.Error = err.Error()
+			res.Failures = append(res.Failures, *f)
 		}
-		res.Failures = append(res.Failures, f)
-		return false
+		return err == nil
 	}
 
-	crdPath := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 	crds := []struct{ name, group, conversion string }{
 		{rulesCRDName, rulesGroup, "ConversionRules"},
 		{webhookCRDName, crontab.Group, "Webhook"},
@@ -160,7 +154,7 @@ func runRules(args []string) error {
 		case "Webhook":
 			body = crontabCRD(c.group, res.WebhookURL, certPEM)
 		}
-		if !post("create-crd "+c.name, crdPath, body, http.StatusCreated) {
+		if !post("create-crd "+c.name, crdPath, body) {
 			return finish(fmt.Errorf("could not create CRD %s (it must not exist: run on a fresh crdserver)", c.name))
 		}
 	}
@@ -169,14 +163,14 @@ func runRules(args []string) error {
 			return finish(err)
 		}
 	}
-	if !post("create-rules", "/apis/conversion.crdserver.io/v1alpha1/conversionrules", rulesObject, http.StatusCreated) {
+	if !post("create-rules", "/apis/conversion.crdserver.io/v1alpha1/conversionrules", rulesObject) {
 		return finish(errors.New("the ConversionRules were refused"))
 	}
 	// The rules are followed asynchronously: wait until a v1 read of a
 	// probe object (in default, outside the measured namespaces) has
 	// host and port.
 	probe := "/apis/" + rulesGroup + "/v1beta1/namespaces/default/crontabs"
-	if !post("create-probe", probe, crontabBody(rulesGroup, "probe", 1), http.StatusCreated) {
+	if !post("create-probe", probe, crontabBody(rulesGroup, "probe", 1)) {
 		return finish(errors.New("could not create the probe object"))
 	}
 	deadline := time.Now().Add(*waitFor)
@@ -226,7 +220,7 @@ func runRules(args []string) error {
 	}
 	for r := range *rounds {
 		ns := fmt.Sprintf("crdbench-rules-%d", r+1)
-		if !post("create-namespace", "/api/v1/namespaces", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`"}}`), http.StatusCreated) {
+		if !post("create-namespace", "/api/v1/namespaces", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`"}}`)) {
 			return finish(fmt.Errorf("could not create namespace %s", ns))
 		}
 		for _, c := range crds {
