@@ -645,18 +645,9 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 		p("- %s (%s, %s): started %s; load average (1/5/15 min) %s at the start, %s at the end; others' admission objects at the start: %s; "+
 			"webhook calls (probes included) arrived over %s.\n",
 			x.name, r.Server, r.Protocol, r.Date, r.LoadStart, r.LoadEnd, strings.Join(others, ", "), strings.Join(protos, ", "))
+		fails = append(fails, workloadFailures(x.name, "admission", r.Error, r.Failures)...)
 	}
 	p("\n")
-
-	for _, x := range sides {
-		if x.s.res == nil {
-			continue
-		}
-		if x.s.res.Error != "" {
-			fails = append(fails, fmt.Sprintf("- %s admission: %s\n", x.name, x.s.res.Error))
-		}
-		fails = append(fails, failureLines(x.name+" admission,", x.s.res.Failures)...)
-	}
 	return fails
 }
 

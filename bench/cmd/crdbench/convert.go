@@ -806,17 +806,10 @@ func convertReport(dir string, p func(string, ...any)) (targets [][]string, fail
 	targets = append(targets, []string{fmt.Sprintf("webhook conversion within 2× the None-conversion time (list of %s, medians)", commas(n)),
 		m, met(rv, func(x float64) bool { return x <= 2 })})
 
-	for _, x := range []struct {
-		name string
-		s    convSide
-	}{{"crdserver", c}, {"reference", r}} {
-		if x.s.res == nil {
-			continue
+	for i, s := range []convSide{c, r} {
+		if s.res != nil {
+			fails = append(fails, workloadFailures([]string{"crdserver", "reference"}[i], "webhook conversion", s.res.Error, s.res.Failures)...)
 		}
-		if x.s.res.Error != "" {
-			fails = append(fails, fmt.Sprintf("- %s webhook conversion: %s\n", x.name, x.s.res.Error))
-		}
-		fails = append(fails, failureLines(x.name+" webhook conversion,", x.s.res.Failures)...)
 	}
 	return targets, fails
 }

@@ -893,10 +893,7 @@ func coreReport(dir string, p func(string, ...any)) (fails []string) {
 		if x.s.res == nil {
 			continue
 		}
-		if x.s.res.Error != "" {
-			fails = append(fails, fmt.Sprintf("- %s core types: %s\n", x.name, x.s.res.Error))
-		}
-		fails = append(fails, failureLines(x.name+" core types,", x.s.res.Failures)...)
+		fails = append(fails, workloadFailures(x.name, "core types", x.s.res.Error, x.s.res.Failures)...)
 		if cl := x.s.res.Cleanup; cl != "" && !strings.Contains(cl, "gone after") {
 			fails = append(fails, fmt.Sprintf("- %s core types, cleanup: %s\n", x.name, cl))
 		}

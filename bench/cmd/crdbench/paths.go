@@ -1573,10 +1573,7 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 				p("; cleanup: %s", strings.Join(res.Cleanup, "; "))
 			}
 			p(".\n")
-			if res.Error != "" {
-				fails = append(fails, fmt.Sprintf("- %s paths: %s\n", x.name, res.Error))
-			}
-			fails = append(fails, failureLines(x.name+" paths,", res.Failures)...)
+			fails = append(fails, workloadFailures(x.name, "paths", res.Error, res.Failures)...)
 		}
 	}
 	p("\n")

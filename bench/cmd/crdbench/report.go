@@ -126,6 +126,16 @@ func failureLines(who string, fs []failure) []string {
 	return out
 }
 
+// workloadFailures are a workload's error and failures on one server (name)
+// as lines of the Failures section.
+func workloadFailures(name, what, errText string, fs []failure) []string {
+	var out []string
+	if errText != "" {
+		out = append(out, fmt.Sprintf("- %s %s: %s\n", name, what, errText))
+	}
+	return append(out, failureLines(name+" "+what+",", fs)...)
+}
+
 // yesNo is a target's verdict.
 func yesNo(ok bool) string { return map[bool]string{true: "**yes**", false: "**no**"}[ok] }
 
