@@ -275,6 +275,64 @@ func parseCounts(s string) ([]int, error) {
 	return out, nil
 }
 
+// admConfigs are the configurations measured: each number of policies,
+// then the webhook if asked for; and their keys in that order.
+func admConfigs(policyCounts []int, webhook bool) ([]admConfig, []string) {
+	var configs []admConfig
+	for _, k := range policyCounts {
+		label := fmt.Sprintf("%d policies", k)
+		switch k {
+		case 0:
+			label = "no admission (0 policies)"
+		case 1:
+			label = "1 policy"
+		}
+		configs = append(configs, admConfig{Key: "p" + strconv.Itoa(k), Name: label, Policies: k})
+	}
+	if webhook {
+		configs = append(configs, admConfig{Key: "webhook", Name: "1 webhook (0 policies)", Webhook: true})
+	}
+	order := make([]string, 0, len(configs))
+	for _, cf := range configs {
+		order = append(order, cf.Key)
+	}
+	return configs, order
+}
+
+// countExisting records how many admission objects of others the server
+// has (they are evaluated too).
+func (a *admRun) countExisting() error {
+	for _, x := range []struct{ key, path string }{
+		{"validatingadmissionpolicies", vapPath}, {"validatingadmissionpolicybindings", vapbPath},
+		{"validatingwebhookconfigurations", vwcPath},
+		{"mutatingwebhookconfigurations", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"},
+	} {
+		code, b, err := a.do(http.MethodGet, a.c.base+x.path, nil, 30*time.Second)
+		if err != nil || code != http.StatusOK {
+			a.fail("list-"+x.key, http.MethodGet, a.c.base+x.path, code, b, err)
+			return fmt.Errorf("could not list %s", x.key)
+		}
+		var list struct{ Items []json.RawMessage }
+		_ = json.Unmarshal(b, &list)
+		a.res.Existing[x.key] = len(list.Items)
+	}
+	return nil
+}
+
+// createFailures are the first failed create of each round of each
+// configuration.
+func (r *admissionResult) createFailures() []failure {
+	var out []failure
+	for _, cf := range r.Configs {
+		for _, round := range cf.Rounds {
+			if round.Create.FirstError != nil {
+				out = append(out, *round.Create.FirstError)
+			}
+		}
+	}
+	return out
+}
+
 func runAdmission(args []string) error {
 	fs := flag.NewFlagSet("admission", flag.ExitOnError)
 	var t tlsFlags
@@ -340,22 +398,7 @@ func runAdmission(args []string) error {
 		Namespace: ns, CRD: admCRDName, N: *n, Rounds: *rounds, Concurrency: *conc, Warmup: *warmup,
 		BodyBytes: len(l.body("w-webhook-1-00000", 0)), Expression: admExpression, ClockTicks: meter.hz,
 		LoadStart: loadavg(), Existing: map[string]int{}}
-	for _, k := range policyCounts {
-		label := fmt.Sprintf("%d policies", k)
-		switch k {
-		case 0:
-			label = "no admission (0 policies)"
-		case 1:
-			label = "1 policy"
-		}
-		res.Configs = append(res.Configs, admConfig{Key: "p" + strconv.Itoa(k), Name: label, Policies: k})
-	}
-	if *webhook {
-		res.Configs = append(res.Configs, admConfig{Key: "webhook", Name: "1 webhook (0 policies)", Webhook: true})
-	}
-	for _, cf := range res.Configs {
-		res.Order = append(res.Order, cf.Key)
-	}
+	res.Configs, res.Order = admConfigs(policyCounts, *webhook)
 	maxPolicies := slices.Max(append(slices.Clone(policyCounts), 0))
 
 	// The webhook, on loopback over TLS.
@@ -368,7 +411,6 @@ func runAdmission(args []string) error {
 	res.WebhookURL = hookBase + "/"
 
 	a := &admRun{ctx: ctx, c: c, res: res, hook: hook, caPEM: certPEM, coll: coll, waitFor: *waitFor, maxPolicies: maxPolicies}
-	do, fail := a.do, a.fail
 	nsCreated, crdCreated := false, false
 
 	finish := func(err error) error {
@@ -392,30 +434,13 @@ func runAdmission(args []string) error {
 		if err == nil && ctx.Err() != nil {
 			err = errors.New("interrupted")
 		}
-		for _, cf := range res.Configs {
-			for _, r := range cf.Rounds {
-				if r.Create.FirstError != nil {
-					res.Failures = append(res.Failures, *r.Create.FirstError)
-				}
-			}
-		}
+		res.Failures = append(res.Failures, res.createFailures()...)
 		return done(*jsonOut, res, &res.Error, res.Failures, err)
 	}
 
 	// Others' admission objects, for the record (they would be evaluated too).
-	for _, x := range []struct{ key, path string }{
-		{"validatingadmissionpolicies", vapPath}, {"validatingadmissionpolicybindings", vapbPath},
-		{"validatingwebhookconfigurations", vwcPath},
-		{"mutatingwebhookconfigurations", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"},
-	} {
-		code, b, err := do(http.MethodGet, base+x.path, nil, 30*time.Second)
-		if err != nil || code != http.StatusOK {
-			fail("list-"+x.key, http.MethodGet, base+x.path, code, b, err)
-			return finish(fmt.Errorf("could not list %s", x.key))
-		}
-		var list struct{ Items []json.RawMessage }
-		_ = json.Unmarshal(b, &list)
-		res.Existing[x.key] = len(list.Items)
+	if err := a.countExisting(); err != nil {
+		return finish(err)
 	}
 
 	// The namespace and the CRD: neither may exist (they could be someone else's).
