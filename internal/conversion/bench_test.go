@@ -2,6 +2,7 @@ package conversion
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"testing"
 
@@ -14,45 +15,11 @@ import (
 	rulesv1alpha1 "github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 )
 
-const benchCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: crontabs.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: crontabs, singular: crontab, kind: CronTab}
-  versions:
-  - name: v1beta1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          hostPort: {type: string}
-          spec:
-            type: object
-            properties:
-              cronSpec: {type: string}
-              image: {type: string}
-              replicas: {type: integer}
-  - name: v1
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          host: {type: string}
-          port: {type: string}
-          spec:
-            type: object
-            properties:
-              cronSpec: {type: string}
-              image: {type: string}
-              replicas: {type: integer}
-`
+// benchCRD is the CronTab CRD the benchmarks convert between its two
+// versions (v1beta1 stored, v1).
+//
+//go:embed testdata/bench-crontabs.yaml
+var benchCRD string
 
 // benchObjects are n stored v1beta1 CronTabs as a server holds them.
 func benchObjects(n int) [][]byte {

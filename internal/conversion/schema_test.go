@@ -2,6 +2,7 @@ package conversion
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
@@ -21,40 +22,9 @@ import (
 // defaultsCRD stores v1, whose schema defaults spec.v1; v1beta1 defaults
 // spec.v1beta1. Kubernetes applies the defaults of the version an object
 // is stored in when it reads it, never those of the version read.
-const defaultsCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: things.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: things, kind: Thing}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              a: {type: string}
-              v1: {type: string, default: "stored"}
-  - name: v1beta1
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              a: {type: string}
-              v1beta1: {type: string, default: "read"}
-`
+//
+//go:embed testdata/defaults-things.yaml
+var defaultsCRD string
 
 func defaultsConverter(t *testing.T, rev int64) *WithSchemas {
 	t.Helper()

@@ -2,6 +2,7 @@ package roundtrip
 
 import (
 	"context"
+	_ "embed"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -14,10 +15,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"sigs.k8s.io/yaml"
 
 	"github.com/crdserver/crdserver/conversion/webhook"
 	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/fixtures"
 	"github.com/crdserver/crdserver/internal/samples"
 	"github.com/crdserver/crdserver/internal/schema"
 )
@@ -31,57 +32,12 @@ func decode(t testing.TB, s string) map[string]any {
 	return m
 }
 
-func loadCRD(t testing.TB, doc string) *apiextensionsv1.CustomResourceDefinition {
-	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(doc), crd); err != nil {
-		t.Fatal(err)
-	}
-	return crd
-}
-
 // lossyCRD has v1 (tier, code as a string, note) and v2 (level, code as
 // an integer, no note): a webhook that maps them loses the note, maps
 // four tiers to two levels, and the leading zeros of codes.
-const lossyCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.lossy.example.com}
-spec:
-  group: lossy.example.com
-  scope: Namespaced
-  names: {plural: widgets, kind: Widget}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        required: [spec]
-        properties:
-          spec:
-            type: object
-            required: [tier, code]
-            properties:
-              tier: {type: string, enum: [gold, silver, bronze, platinum]}
-              code: {type: string, pattern: '^[0-9]{1,4}$'}
-              note: {type: string}
-  - name: v2
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        required: [spec]
-        properties:
-          spec:
-            type: object
-            required: [level, code]
-            properties:
-              level: {type: string, enum: [high, low]}
-              code: {type: integer, minimum: 0, maximum: 5000}
-`
+//
+//go:embed testdata/lossy-widgets.yaml
+var lossyCRD string
 
 type lossyHub struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -160,7 +116,7 @@ func lines(losses []Loss) string {
 }
 
 func TestRoundTripWebhook(t *testing.T) {
-	crd := loadCRD(t, lossyCRD)
+	crd := fixtures.DecodeCRD(t, lossyCRD)
 	url, ca := lossyWebhook(t)
 	conv, err := NewWebhook(crd, url, ca, 10*time.Second)
 	if err != nil {
@@ -193,7 +149,7 @@ failed v1→v2→v1 object=w5 error=its v2 form is not valid in v2: spec.code: I
 }
 
 func TestRoundTripWebhookWithSamples(t *testing.T) {
-	crd := loadCRD(t, lossyCRD)
+	crd := fixtures.DecodeCRD(t, lossyCRD)
 	url, ca := lossyWebhook(t)
 	conv, err := NewWebhook(crd, url, ca, 10*time.Second)
 	if err != nil {
@@ -229,50 +185,12 @@ func TestRoundTripWebhookWithSamples(t *testing.T) {
 
 // noneCRD converts with the None strategy between v1 and v2, each with
 // a field the other has not.
-const noneCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: things.example.com}
-spec:
-  group: example.com
-  scope: Cluster
-  names: {plural: things, kind: Thing}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              a: {type: string}
-              b: {type: integer}
-              d: {type: integer, default: 5}
-  - name: v2
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              a: {type: string}
-              c: {type: string}
-              d: {type: integer}
-  - name: v3
-    served: false
-    storage: false
-    schema:
-      openAPIV3Schema: {type: object}
-`
+//
+//go:embed testdata/none-things.yaml
+var noneCRD string
 
 func TestRoundTripStrategyNone(t *testing.T) {
-	crd := loadCRD(t, noneCRD)
+	crd := fixtures.DecodeCRD(t, noneCRD)
 	conv, err := NewStrategy(crd, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +267,7 @@ func (m *memServer) Convert(ctx context.Context, objs [][]byte, to string) (conv
 }
 
 func TestRoundTripAdmitter(t *testing.T) {
-	crd := loadCRD(t, noneCRD)
+	crd := fixtures.DecodeCRD(t, noneCRD)
 	inner, err := NewStrategy(crd, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -397,7 +315,7 @@ func (cancelled) Convert(ctx context.Context, _ [][]byte, _ string) (conversion.
 }
 
 func TestRoundTripContext(t *testing.T) {
-	crd := loadCRD(t, noneCRD)
+	crd := fixtures.DecodeCRD(t, noneCRD)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	objs, err := samples.Generate(context.Background(), crd, "v1", 3, 1)
@@ -425,7 +343,7 @@ func (w wrongCount) Convert(ctx context.Context, objs [][]byte, to string) (conv
 }
 
 func TestRoundTripConverterAnswersTooFew(t *testing.T) {
-	crd := loadCRD(t, noneCRD)
+	crd := fixtures.DecodeCRD(t, noneCRD)
 	inner, err := NewStrategy(crd, time.Second)
 	if err != nil {
 		t.Fatal(err)
