@@ -56,17 +56,25 @@ func (m *memStore) Get(_ context.Context, key string, _ int64) (*store.KV, int64
 	return &c, m.rev, nil
 }
 
-func (m *memStore) List(_ context.Context, start, end string, _, limit int64) (*store.ListResult, error) {
+// List lists at rev (0: the newest) as far as a store of the newest state
+// can: keys created after rev are left out, a future rev refused.
+func (m *memStore) List(_ context.Context, start, end string, rev, limit int64) (*store.ListResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if rev > m.rev {
+		return nil, store.ErrFutureRevision
+	}
+	if rev <= 0 {
+		rev = m.rev
+	}
 	var keys []string
-	for k := range m.kvs {
-		if k >= start && k < end {
+	for k, kv := range m.kvs {
+		if k >= start && k < end && kv.CreateRevision <= rev {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
-	out := &store.ListResult{Revision: m.rev}
+	out := &store.ListResult{Revision: rev}
 	for i, k := range keys {
 		if limit > 0 && int64(i) >= limit {
 			out.More, out.Remaining = true, int64(len(keys)-i)
@@ -179,25 +187,80 @@ func newEngine(t *testing.T) *engine {
 }
 
 type answer struct {
-	code int
-	body map[string]any
-	raw  string
+	code   int
+	body   map[string]any
+	raw    string
+	header http.Header
 }
 
 func (e *engine) do(method, path, contentType, body string) answer {
 	e.t.Helper()
-	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	var hdr map[string]string
 	if contentType != "" {
-		r.Header.Set("Content-Type", contentType)
+		hdr = map[string]string{"Content-Type": contentType}
+	}
+	return e.send(method, path, hdr, body)
+}
+
+// send makes a request with the given headers.
+func (e *engine) send(method, path string, hdr map[string]string, body string) answer {
+	e.t.Helper()
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	for k, v := range hdr {
+		r.Header.Set(k, v)
 	}
 	info := request.Parse(r)
 	r = r.WithContext(request.WithInfo(r.Context(), info))
 	w := httptest.NewRecorder()
 	e.h.Serve(w, r, info, e.res, e.ver)
 	raw, _ := io.ReadAll(w.Result().Body)
-	a := answer{code: w.Code, raw: string(raw)}
+	a := answer{code: w.Code, raw: string(raw), header: w.Result().Header}
 	_ = json.Unmarshal(raw, &a.body)
 	return a
+}
+
+// cache gives the resource a cache that holds what the store holds, at
+// its newest revision. It follows nothing: call it again after writes.
+func (e *engine) cache() {
+	e.t.Helper()
+	e.store.mu.Lock()
+	defer e.store.mu.Unlock()
+	var items []*store.Item
+	for k, kv := range e.store.kvs {
+		it, err := DecodeItem(k, kv.Value, kv.ModRevision)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		items = append(items, it)
+	}
+	e.res.Cache = store.NewFixedCache(e.res.KeyPrefix, e.store.rev, items...)
+}
+
+// stored decodes the stored object named name in namespace default (nil
+// when there is none).
+func (e *engine) stored(name string) map[string]any {
+	e.t.Helper()
+	e.store.mu.Lock()
+	defer e.store.mu.Unlock()
+	kv := e.store.kvs[e.res.Key("default", name)]
+	if kv == nil {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(kv.Value, &m); err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+// create creates widgets, failing the test if one is refused.
+func (e *engine) create(bodies ...string) {
+	e.t.Helper()
+	for _, b := range bodies {
+		if a := e.do("POST", widgetsPath, "application/json", b); a.code != http.StatusCreated {
+			e.t.Fatalf("create: %d %s", a.code, a.raw)
+		}
+	}
 }
 
 const widgetsPath = "/apis/example.com/v1/namespaces/default/widgets"
