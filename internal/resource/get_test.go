@@ -61,6 +61,16 @@ func TestGetEncodings(t *testing.T) {
 	if a.code != 200 || a.header.Get("Content-Type") != "application/json" {
 		t.Fatalf("JSON by preference: %d %q", a.code, a.header.Get("Content-Type"))
 	}
+	// ?pretty=true indents.
+	if a = e.do("GET", widgetsPath+"/w?pretty=true", "", ""); a.code != 200 || !strings.HasPrefix(a.raw, "{\n  \"apiVersion\": \"example.com/v1\",\n") {
+		t.Fatalf("pretty: %d %s", a.code, a.raw)
+	}
+	// Lists in YAML.
+	e.cache()
+	a = e.send("GET", widgetsPath, map[string]string{"Accept": "application/yaml"}, "")
+	if a.code != 200 || a.header.Get("Content-Type") != "application/yaml" || !strings.HasPrefix(a.raw, "apiVersion: example.com/v1\nitems:\n- apiVersion: example.com/v1\n") || !strings.Contains(a.raw, "kind: WidgetList\n") {
+		t.Fatalf("YAML list: %d %s", a.code, a.raw)
+	}
 	// Errors are Status objects in JSON.
 	a = e.send("GET", widgetsPath+"/nope", map[string]string{"Accept": "application/json"}, "")
 	if a.code != 404 || a.header.Get("Content-Type") != "application/json" || a.body["kind"] != "Status" {
