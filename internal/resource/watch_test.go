@@ -66,6 +66,8 @@ func TestWatchInitialEvents(t *testing.T) {
 		// No resourceVersion: the current state, as ADDED events.
 		{"", "ADDED:a,ADDED:b,ADDED:c,ADDED:d"},
 		{"&resourceVersion=0", "ADDED:a,ADDED:b,ADDED:c,ADDED:d"},
+		// Bookmarks alone do not mark the end of the initial events.
+		{"&allowWatchBookmarks=true", "ADDED:a,ADDED:b,ADDED:c,ADDED:d"},
 		{"&labelSelector=tier%3Ddb", "ADDED:b,ADDED:d"},
 		{"&fieldSelector=metadata.name%3Dc", "ADDED:c"},
 		// From a resourceVersion: only what changed after it.
