@@ -84,6 +84,15 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 	} else {
 		rc.namespace = info.Namespace
 	}
+	if writes[info.Verb] && (info.Subresource == "" || info.Subresource == "status") {
+		// The answer's media type is negotiated before anything is
+		// written, as Kubernetes does: a write is not made for an answer
+		// the client would refuse.
+		if _, err := request.Negotiate(r, rc.offer(readOffer)); err != nil {
+			rc.fail(err)
+			return
+		}
+	}
 	switch info.Subresource {
 	case "":
 		switch info.Verb {
@@ -178,6 +187,9 @@ func (c *call) offer(o request.Offer) request.Offer {
 	o.Protobuf = c.res.Protobuf
 	return o
 }
+
+// writes are the verbs that answer with the object they wrote.
+var writes = map[string]bool{"create": true, "update": true, "patch": true}
 
 // headerWarnings records warnings as Warning headers.
 type headerWarnings struct{ w http.ResponseWriter }
@@ -301,13 +313,10 @@ func tooLarge(requested, current int64) error {
 }
 
 // respond converts a stored object to the request's version and sends it
-// (as a Table or metadata only, if a get asks for that).
+// (as a Table or metadata only, if the request asks for that: Kubernetes
+// offers the same transforms for the answer of every verb).
 func (c *call) respond(code int, raw []byte) {
-	offer := c.offer(request.Offer{})
-	if c.info.Verb == "get" {
-		offer = c.offer(readOffer)
-	}
-	t, err := request.Negotiate(c.r, offer)
+	t, err := request.Negotiate(c.r, c.offer(readOffer))
 	if err != nil {
 		c.fail(err)
 		return
@@ -319,7 +328,7 @@ func (c *call) respond(code int, raw []byte) {
 	}
 	if t.As != request.AsObject {
 		rv, _ := jsonraw.ResourceVersion(out[0])
-		c.transform(t, out, objectAt(rv))
+		c.transform(t, out, answerAt(code, rv))
 		return
 	}
 	request.Write(c.w, c.r, code, t, out[0])

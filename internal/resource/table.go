@@ -109,6 +109,9 @@ func (c *call) table(t request.Target, raws [][]byte, noHeaders bool) (*metav1.T
 type readOf struct {
 	list bool
 	rev  int64
+	// code is the answer's status (0: 200); a write's answer is 201 when
+	// it created the object.
+	code int
 	// cont and remaining continue a page of a collection.
 	cont      string
 	remaining int64
@@ -116,6 +119,9 @@ type readOf struct {
 
 // objectAt is a read of one object at rev.
 func objectAt(rev int64) readOf { return readOf{rev: rev} }
+
+// answerAt is the answer of a write with code, the object at rev.
+func answerAt(code int, rev int64) readOf { return readOf{rev: rev, code: code} }
 
 // wholeListAt is a read of a whole collection at rev.
 func wholeListAt(rev int64) readOf { return readOf{list: true, rev: rev} }
@@ -130,6 +136,10 @@ func pageAt(rev int64, cont string, remaining int64) readOf {
 // or PartialObjectMetadata(List).
 func (c *call) transform(t request.Target, raws [][]byte, read readOf) {
 	list, rev, cont, remaining := read.list, read.rev, read.cont, read.remaining
+	code := read.code
+	if code == 0 {
+		code = http.StatusOK
+	}
 	switch t.As {
 	case request.AsTable:
 		tbl, err := c.table(t, raws, false)
@@ -144,7 +154,7 @@ func (c *call) transform(t request.Target, raws [][]byte, read readOf) {
 				tbl.RemainingItemCount = &remaining
 			}
 		}
-		request.WriteObject(c.w, c.r, http.StatusOK, t, tbl)
+		request.WriteObject(c.w, c.r, code, t, tbl)
 	case request.AsPartialObjectMetadata, request.AsPartialObjectMetadataList:
 		gv := t.Group + "/" + t.Version
 		if list != (t.As == request.AsPartialObjectMetadataList) {
@@ -166,7 +176,7 @@ func (c *call) transform(t request.Target, raws [][]byte, read readOf) {
 			items = append(items, partial(u, gv))
 		}
 		if !list {
-			request.WriteObject(c.w, c.r, http.StatusOK, t, items[0])
+			request.WriteObject(c.w, c.r, code, t, items[0])
 			return
 		}
 		md := map[string]any{"resourceVersion": itoa(rev)}
@@ -176,7 +186,7 @@ func (c *call) transform(t request.Target, raws [][]byte, read readOf) {
 				md["remainingItemCount"] = remaining
 			}
 		}
-		request.WriteObject(c.w, c.r, http.StatusOK, t, map[string]any{"kind": "PartialObjectMetadataList", "apiVersion": gv, "metadata": md, "items": items})
+		request.WriteObject(c.w, c.r, code, t, map[string]any{"kind": "PartialObjectMetadataList", "apiVersion": gv, "metadata": md, "items": items})
 	}
 }
 
