@@ -25,7 +25,7 @@ var patchOptions = schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions
 // Kubernetes' field manager (ownership, conflicts, force); an object that
 // does not exist is created.
 func (c *call) apply(sub string) {
-	dry, err := c.dryRun()
+	dry, err := c.dryRun("PatchOptions")
 	if err != nil {
 		c.fail(err)
 		return

@@ -18,14 +18,14 @@ import (
 )
 
 // dryRun reads the dryRun query parameter: absent, or "All".
-func (c *call) dryRun() (bool, error) {
+func (c *call) dryRun(optionsKind string) (bool, error) {
 	vals, ok := c.r.URL.Query()["dryRun"]
 	if !ok {
 		return false, nil
 	}
 	for _, v := range vals {
 		if v != metav1.DryRunAll {
-			return false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "",
+			return false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: optionsKind}, "",
 				field.ErrorList{field.NotSupported(field.NewPath("dryRun"), vals, []string{metav1.DryRunAll})})
 		}
 	}
@@ -36,7 +36,7 @@ func (c *call) dryRun() (bool, error) {
 // body, an Object of this resource in the request's version, pruned and
 // defaulted by its schema. optionsKind names the options in errors.
 func (c *call) readBody(optionsKind string) (*Object, bool, error) {
-	dry, err := c.dryRun()
+	dry, err := c.dryRun(optionsKind)
 	if err != nil {
 		return nil, false, err
 	}

@@ -50,7 +50,7 @@ func (c *call) deleteOptions() (*metav1.DeleteOptions, bool, error) {
 			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type DeleteOptions): %v", err))
 		}
 	}
-	dry, err := c.dryRun()
+	dry, err := c.dryRun("DeleteOptions")
 	if err != nil {
 		return nil, false, err
 	}

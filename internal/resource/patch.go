@@ -22,7 +22,7 @@ const maxJSONPatchOperations = 10000
 // 6902), merge patch (RFC 7386) and, for built-in types, strategic merge
 // patch, applied to the newest object in the request's version.
 func (c *call) patch(sub string) {
-	dry, err := c.dryRun()
+	dry, err := c.dryRun("PatchOptions")
 	if err != nil {
 		c.fail(err)
 		return

@@ -169,7 +169,11 @@ const (
 // update rules.
 func (c *call) updateScale(how scaleWrite) {
 	patch := how == scalePatch
-	dry, err := c.dryRun()
+	optionsKind := "UpdateOptions"
+	if patch {
+		optionsKind = "PatchOptions"
+	}
+	dry, err := c.dryRun(optionsKind)
 	if err != nil {
 		c.fail(err)
 		return
