@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -167,10 +168,18 @@ func TestDeleteOptionsValidation(t *testing.T) {
 		422, metav1.StatusReasonInvalid, `propagationPolicy: Unsupported value: "Sideways"`)
 	expectStatus(t, e.do("DELETE", ctPath+"/x", `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Orphan","orphanDependents":true}`),
 		422, metav1.StatusReasonInvalid, "orphanDependents and deletionPropagation cannot be both set")
-	expectStatus(t, e.do("DELETE", ctPath+"/x?gracePeriodSeconds=-1", ""),
-		422, metav1.StatusReasonInvalid, "gracePeriodSeconds")
 	if _, err := e.dyn.Resource(crontabs).Namespace("default").Get(e.ctx, "x", metav1.GetOptions{}); err != nil {
 		t.Fatalf("object lost after refused deletes: %v", err)
+	}
+	// A negative grace period is taken as 1 second, as Kubernetes takes it
+	// (k8s.io/apiserver/pkg/registry/rest.BeforeDelete): a custom
+	// resource, deleted without grace, goes at once.
+	r := e.do("DELETE", ctPath+"/x?gracePeriodSeconds=-1", "")
+	if r.code != http.StatusOK {
+		t.Fatalf("delete with gracePeriodSeconds=-1: %d %s", r.code, r.body)
+	}
+	if _, err := e.dyn.Resource(crontabs).Namespace("default").Get(e.ctx, "x", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("object still there after a delete with gracePeriodSeconds=-1: %v", err)
 	}
 }
 

@@ -11,10 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/warning"
 
@@ -50,19 +50,19 @@ func (c *call) deleteOptions() (*metav1.DeleteOptions, bool, error) {
 			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type DeleteOptions): %v", err))
 		}
 	}
-	dry, err := c.dryRun("DeleteOptions")
-	if err != nil {
-		return nil, false, err
+	// The query's and the body's options are checked together, as
+	// Kubernetes checks them (a dryRun in either is named as
+	// DeleteOptions').
+	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
+		return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
-	for _, v := range opts.DryRun {
-		if v != metav1.DryRunAll {
-			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid dryRun value %q", v))
-		}
-		dry = true
+	// A negative grace period is taken as 1 second
+	// (k8s.io/apiserver/pkg/registry/rest.BeforeDelete).
+	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
+		one := int64(1)
+		opts.GracePeriodSeconds = &one
 	}
-	if err := validateDeleteOptions(opts); err != nil {
-		return nil, false, err
-	}
+	dry := len(opts.DryRun) > 0
 	return opts, dry, nil
 }
 
@@ -396,27 +396,4 @@ func propagationFinalizer(opts *metav1.DeleteOptions) string {
 		return metav1.FinalizerOrphanDependents
 	}
 	return ""
-}
-
-// validateDeleteOptions checks the propagation options as Kubernetes does.
-func validateDeleteOptions(opts *metav1.DeleteOptions) error {
-	var errs field.ErrorList
-	if opts.PropagationPolicy != nil {
-		switch *opts.PropagationPolicy {
-		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
-		default:
-			errs = append(errs, field.NotSupported(field.NewPath("propagationPolicy"), *opts.PropagationPolicy,
-				[]string{string(metav1.DeletePropagationForeground), string(metav1.DeletePropagationBackground), string(metav1.DeletePropagationOrphan), "nil"}))
-		}
-		if opts.OrphanDependents != nil { //nolint:staticcheck
-			errs = append(errs, field.Invalid(field.NewPath("orphanDependents"), *opts.OrphanDependents, "orphanDependents and deletionPropagation cannot be both set")) //nolint:staticcheck
-		}
-	}
-	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("gracePeriodSeconds"), *opts.GracePeriodSeconds, "must be greater than or equal to 0"))
-	}
-	if len(errs) > 0 {
-		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
-	}
-	return nil
 }
