@@ -217,9 +217,10 @@ func TestCustomResourceDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A wrong uid precondition: 409.
+	// A wrong uid precondition: 409, worded as kube-apiserver words it
+	// (the resource named by its kind).
 	r := e.do("DELETE", ctPath+"/d", `{"preconditions":{"uid":"nope"}}`)
-	expectStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict, "Precondition failed: UID in precondition: nope, UID in object meta: "+string(created.GetUID()))
+	expectStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict, `Operation cannot be fulfilled on CronTab.stable.example.com "d": the UID in the precondition (nope) does not match the UID in record (`+string(created.GetUID())+`). The object might have been deleted and then recreated`)
 	r = e.do("DELETE", ctPath+"/d", "")
 	if r.code != http.StatusOK {
 		t.Fatalf("delete: %d %s", r.code, r.body)

@@ -110,6 +110,37 @@ func (c *call) respondDeleted(name string, uid types.UID) {
 	})
 }
 
+// checkPreconditions checks a delete's preconditions on cur, worded as
+// Kubernetes words them: on the object first read, as its
+// rest.BeforeDelete does (the resource named by kind); on an object that
+// changed in between, as its storage layer does.
+func (c *call) checkPreconditions(p *metav1.Preconditions, cur *Object, name string, first bool) error {
+	if p == nil {
+		return nil
+	}
+	if first {
+		gr := schema.GroupResource{Group: c.res.Group, Resource: c.res.Kind}
+		if p.UID != nil && *p.UID != cur.Meta.UID {
+			return apierrors.NewConflict(gr, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, cur.Meta.UID))
+		}
+		if p.ResourceVersion != nil && *p.ResourceVersion != cur.Meta.ResourceVersion {
+			return apierrors.NewConflict(gr, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, cur.Meta.ResourceVersion))
+		}
+		return nil
+	}
+	if p.UID != nil && *p.UID != cur.Meta.UID {
+		return apierrors.NewConflict(c.res.GroupResource(), name,
+			//nolint:staticcheck // Kubernetes' exact message
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, cur.Meta.UID))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != cur.Meta.ResourceVersion {
+		return apierrors.NewConflict(c.res.GroupResource(), name,
+			//nolint:staticcheck // Kubernetes' exact message
+			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, cur.Meta.ResourceVersion))
+	}
+	return nil
+}
+
 // deleteObject deletes one object, or marks it deleted while finalizers
 // (or the resource's own delete hook) keep it. It returns the object, in
 // the request's version, and whether it is gone.
@@ -119,7 +150,7 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 	if err != nil {
 		return nil, "", false, c.storeError(err, name)
 	}
-	admitted := false
+	admitted, first := false, true
 	for {
 		// Deleting needs no conversion: the object is read as Kubernetes'
 		// storage decoder reads it (metadata that does not decode dropped,
@@ -139,18 +170,10 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 		if undecodable != nil {
 			cur = &Object{Content: map[string]any{}}
 		}
-		if p := opts.Preconditions; p != nil {
-			if p.UID != nil && *p.UID != cur.Meta.UID {
-				return nil, "", false, apierrors.NewConflict(c.res.GroupResource(), name,
-					//nolint:staticcheck // Kubernetes' exact message
-					fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, cur.Meta.UID))
-			}
-			if p.ResourceVersion != nil && *p.ResourceVersion != cur.Meta.ResourceVersion {
-				return nil, "", false, apierrors.NewConflict(c.res.GroupResource(), name,
-					//nolint:staticcheck // Kubernetes' exact message
-					fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, cur.Meta.ResourceVersion))
-			}
+		if err := c.checkPreconditions(opts.Preconditions, cur, name, first); err != nil {
+			return nil, "", false, err
 		}
+		first = false
 		// Validating admission sees the object being deleted, in the
 		// request's version, once its preconditions hold (as Kubernetes'
 		// registry validates a deletion).

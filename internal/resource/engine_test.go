@@ -393,7 +393,7 @@ func TestEngineDelete(t *testing.T) {
 		t.Fatal("the object outlived its last finalizer")
 	}
 
-	e.do("DELETE", widgetsPath+"/gone", "application/json", `{"preconditions":{"uid":"nope"}}`).status(t, 409, metav1.StatusReasonConflict, "Precondition failed: UID in precondition: nope")
+	e.do("DELETE", widgetsPath+"/gone", "application/json", `{"preconditions":{"uid":"nope"}}`).status(t, 409, metav1.StatusReasonConflict, `Operation cannot be fulfilled on Widget.example.com "gone": the UID in the precondition (nope) does not match the UID in record`)
 	e.do("DELETE", widgetsPath+"/gone", "application/json", `{"propagationPolicy":"Sometimes"}`).status(t, 422, metav1.StatusReasonInvalid, "propagationPolicy")
 	if a = e.do("DELETE", widgetsPath+"/gone?dryRun=All", "", ""); a.code != 200 || e.store.kvs["/registry/example.com/widgets/default/gone"] == nil {
 		t.Fatalf("dry-run delete: %d %s", a.code, a.raw)
