@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/jsonraw"
@@ -201,22 +202,18 @@ func encodeContinue(key, prefix string, rev int64) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// decodeContinue reads a continue token as Kubernetes reads it (its
+// storage.DecodeContinue: the same checks and messages), and refuses a
+// negative revision too.
 func decodeContinue(token, prefix string) (string, int64, error) {
-	data, err := base64.RawURLEncoding.DecodeString(token)
+	key, rev, err := storage.DecodeContinue(token, prefix)
+	if err == nil && rev < 0 {
+		err = storage.ErrInvalidStartRV
+	}
 	if err != nil {
 		return "", 0, fmt.Errorf("%w: %v", errBadContinue, err)
 	}
-	var t continueToken
-	if err := json.Unmarshal(data, &t); err != nil {
-		return "", 0, fmt.Errorf("%w: continue key is not valid: %v", errBadContinue, err)
-	}
-	if t.APIVersion != "meta.k8s.io/v1" {
-		return "", 0, fmt.Errorf("%w: continue key is not valid: server does not recognize this encoded version %q", errBadContinue, t.APIVersion)
-	}
-	if t.ResourceVersion <= 0 || t.StartKey == "" || strings.Contains(t.StartKey, "/../") || strings.HasPrefix(t.StartKey, "../") || strings.HasPrefix(t.StartKey, "/") {
-		return "", 0, fmt.Errorf("%w: continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)", errBadContinue)
-	}
-	return prefix + t.StartKey, t.ResourceVersion, nil
+	return key, rev, nil
 }
 
 var errBadContinue = errors.New("invalid continue token")
