@@ -2,7 +2,6 @@ package resource
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -187,20 +186,6 @@ func (f itemFieldSet) lookup(field string) (string, bool) {
 }
 
 var _ fields.Fields = itemFieldSet{}
-
-// continueToken is the opaque token of a paginated list, in Kubernetes'
-// shape: the revision of the first page and the key to continue from,
-// relative to the resource's key prefix.
-type continueToken struct {
-	APIVersion      string `json:"v"`
-	ResourceVersion int64  `json:"rv"`
-	StartKey        string `json:"start"`
-}
-
-func encodeContinue(key, prefix string, rev int64) string {
-	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rev, StartKey: strings.TrimPrefix(key, prefix)})
-	return base64.RawURLEncoding.EncodeToString(b)
-}
 
 // decodeContinue reads a continue token as Kubernetes reads it (its
 // storage.DecodeContinue: the same checks and messages), and refuses a
@@ -446,7 +431,12 @@ func (c *call) list() {
 	}
 	cont := ""
 	if p.next != "" {
-		cont = encodeContinue(p.next, c.res.KeyPrefix, p.rev)
+		// Kubernetes' token: the revision of the first page and the key
+		// to continue from, relative to the resource's key prefix.
+		if cont, err = storage.EncodeContinue(p.next, c.res.KeyPrefix, p.rev); err != nil {
+			c.fail(apierrors.NewInternalError(err))
+			return
+		}
 	}
 	if t.As != request.AsObject {
 		c.transform(t, items, pageAt(p.rev, cont, p.remaining))
