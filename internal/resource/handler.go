@@ -88,10 +88,12 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, info *request.In
 		// The answer's media type is negotiated before anything is
 		// written, as Kubernetes does: a write is not made for an answer
 		// the client would refuse.
-		if _, err := request.Negotiate(r, rc.offer(readOffer)); err != nil {
+		t, err := request.Negotiate(r, rc.offer(readOffer))
+		if err != nil {
 			rc.fail(err)
 			return
 		}
+		rc.answer = &t
 	}
 	switch info.Subresource {
 	case "":
@@ -209,6 +211,9 @@ type call struct {
 	// written is what the request last wrote with a stamp, for the
 	// conversion of its answer.
 	written *store.Written
+	// answer, once negotiated (before a write), is what the request's
+	// answer is sent as.
+	answer *request.Target
 }
 
 // writeOptions are the options of the write of obj, prepared by the
@@ -316,10 +321,15 @@ func tooLarge(requested, current int64) error {
 // (as a Table or metadata only, if the request asks for that: Kubernetes
 // offers the same transforms for the answer of every verb).
 func (c *call) respond(code int, raw []byte) {
-	t, err := request.Negotiate(c.r, c.offer(readOffer))
-	if err != nil {
-		c.fail(err)
-		return
+	var t request.Target
+	if c.answer != nil {
+		t = *c.answer
+	} else {
+		var err error
+		if t, err = request.Negotiate(c.r, c.offer(readOffer)); err != nil {
+			c.fail(err)
+			return
+		}
 	}
 	out, err := c.convert([][]byte{raw})
 	if err != nil {
