@@ -92,11 +92,11 @@ var pluginOrder = []string{
 	validatingwebhook.PluginName, // ValidatingAdmissionWebhook
 }
 
-// excludedResources are the requests no policy and no webhook sees: the
+// ExcludedResources are the requests no policy and no webhook sees: the
 // reviews, which are not persisted and whose interception could lock
 // everyone out (kube-apiserver's list, k8s.io/kubernetes
 // pkg/kubeapiserver/admission/exclusion).
-var excludedResources = []schema.GroupResource{
+var ExcludedResources = []schema.GroupResource{
 	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"},
 	{Group: "authentication.k8s.io", Resource: "tokenreviews"},
 	{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"},
@@ -387,7 +387,7 @@ type excludedInitializer struct{}
 
 func (excludedInitializer) Initialize(p admission.Interface) {
 	if w, ok := p.(initializer.WantsExcludedAdmissionResources); ok {
-		w.SetExcludedAdmissionResources(excludedResources)
+		w.SetExcludedAdmissionResources(ExcludedResources)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crdserver/crdserver/internal/admission"
+
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -218,19 +220,9 @@ func sameMatchConditions(hooks, old []webhook) bool {
 	return true
 }
 
-// excludedResources are the resources admission webhooks never see
-// (virtual resources whose interception could break the cluster).
-var excludedResources = []schema.GroupResource{
-	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"},
-	{Group: "authentication.k8s.io", Resource: "tokenreviews"},
-	{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"},
-	{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"},
-	{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"},
-	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
-}
-
-// excludedRuleWarnings warn of the rules that name one of them
-// explicitly: they have no effect. A rule with a wildcard group or
+// excludedRuleWarnings warn of the rules that name one of the resources
+// no admission sees (admission.ExcludedResources) explicitly: they have no
+// effect. A rule with a wildcard group or
 // resource is not flagged.
 func excludedRuleWarnings(hooks []webhook) []string {
 	var warnings []string
@@ -244,7 +236,7 @@ func excludedRuleWarnings(hooks []webhook) []string {
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
 					gr := schema.GroupResource{Group: g, Resource: res}
-					if slices.Contains(excludedResources, gr) && !seen.Has(gr) {
+					if slices.Contains(admission.ExcludedResources, gr) && !seen.Has(gr) {
 						seen.Insert(gr)
 						warnings = append(warnings, fmt.Sprintf("%s: %s is excluded from admission webhooks; this rule will have no effect", p.Index(j), gr))
 					}
