@@ -1,59 +1,28 @@
 package customresource
 
 import (
+	_ "embed"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
-
 	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/fixtures"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/schema"
 	"github.com/crdserver/crdserver/internal/store"
 )
 
-const stampedCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer, default: 1}
-  - name: v2
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer, default: 1}
-`
+// gadgetsCRD has two served versions with one schema that defaults
+// spec.size; v1 is stored.
+//
+//go:embed testdata/gadgets.yaml
+var gadgetsCRD string
 
 // A CRD's strategy vouches for what it prepared: the schemas' revision,
 // and defaulted only in the storage version with no default missing. It
 // vouches for nothing when no cache reads its writes back or its
 // converter does not know the schemas' revision.
 func TestWriteStamp(t *testing.T) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal([]byte(stampedCRD), crd); err != nil {
-		t.Fatal(err)
-	}
+	crd := fixtures.DecodeCRD(t, gadgetsCRD)
 	schemas := map[string]*schema.Version{}
 	for _, v := range []string{"v1", "v2"} {
 		s, err := schema.Compile(crd, v)
