@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A table is its header, the alignment row and one line a row; an empty
 // string is a cell of no text, nil a cell left out.
@@ -15,5 +18,15 @@ func TestTable(t *testing.T) {
 		"| count | 3 |  | |\n"
 	if got := tb.String(); got != want {
 		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// mustContain reports each of wants that text (what is named) lacks.
+func mustContain(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
 	}
 }
