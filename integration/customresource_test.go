@@ -438,3 +438,25 @@ func TestScaleSubresource(t *testing.T) {
 		t.Fatalf("scale again: %d %s", r.code, r.body)
 	}
 }
+
+// A write's answer is negotiated before the write with the transforms of
+// a read, as kube-apiserver negotiates it: a create asked for as a Table
+// answers 201 with the new object's Table, and one whose answer the server
+// cannot give is refused (406) without being made.
+func TestWriteAnsweredAsTable(t *testing.T) {
+	e := start(t)
+	e.createCRD(cronTabCRD(t))
+	body := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"t"},"spec":{"cronSpec":"* * * * */5"}}`
+	r := e.do("POST", ctPath, body, "Accept", "application/json;as=Table;v=v1;g=meta.k8s.io", "Content-Type", "application/json")
+	tbl := r.object(t)
+	if r.code != http.StatusCreated || tbl["kind"] != "Table" {
+		t.Fatalf("create as a Table: %d %s", r.code, r.body)
+	}
+	rows, _ := tbl["rows"].([]any)
+	if len(rows) != 1 || rows[0].(map[string]any)["cells"].([]any)[0] != "t" {
+		t.Fatalf("rows: %v", tbl["rows"])
+	}
+	r = e.do("POST", ctPath, strings.Replace(body, `"t"`, `"x"`, 1), "Accept", "application/xml", "Content-Type", "application/json")
+	expectStatus(t, r, http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "")
+	expectStatus(t, e.do("GET", ctPath+"/x", ""), http.StatusNotFound, metav1.StatusReasonNotFound, "")
+}
