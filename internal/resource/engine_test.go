@@ -62,7 +62,7 @@ func (m *memStore) List(_ context.Context, start, end string, rev, limit int64) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rev > m.rev {
-		return nil, store.ErrFutureRevision
+		return nil, &store.TooLargeError{Requested: rev, Current: m.rev}
 	}
 	if rev <= 0 {
 		rev = m.rev

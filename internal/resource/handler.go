@@ -294,8 +294,6 @@ func (c *call) storeError(err error, name string) error {
 		return c.conflict(name)
 	case errors.Is(err, store.ErrCompacted):
 		return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
-	case errors.Is(err, store.ErrFutureRevision):
-		return tooLarge(0, 0)
 	}
 	var tl *store.TooLargeError
 	if errors.As(err, &tl) {

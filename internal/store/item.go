@@ -105,12 +105,15 @@ func (e *TooOldError) Error() string {
 }
 
 // TooLargeError says a read asked for a revision the cache has not reached
-// in time.
+// in time, or etcd has not reached.
 type TooLargeError struct{ Requested, Current int64 }
 
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("Too large resource version: %d, current: %d", e.Requested, e.Current)
 }
+
+// Is makes a TooLargeError an ErrFutureRevision.
+func (e *TooLargeError) Is(target error) bool { return target == ErrFutureRevision }
 
 // NewCachedItem gives it an empty memo, as the cache gives its items, and
 // returns it: for users that build items themselves (tests).

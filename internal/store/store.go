@@ -27,6 +27,8 @@ var (
 	// ErrCompacted: the requested revision has been compacted away.
 	ErrCompacted = errors.New("revision compacted")
 	// ErrFutureRevision: the requested revision is newer than the store's.
+	// A Store's reads return it as a *TooLargeError, which names both
+	// revisions and is ErrFutureRevision for errors.Is.
 	ErrFutureRevision = errors.New("revision is in the future")
 )
 
@@ -176,6 +178,19 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
+// future names the revisions of a read at a revision etcd has not reached
+// (kube-apiserver's "Too large resource version: 100, current: 6").
+func (s *Store) future(ctx context.Context, rev int64, err error) error {
+	if !errors.Is(err, ErrFutureRevision) {
+		return err
+	}
+	cur, cerr := s.CurrentRevision(ctx)
+	if cerr != nil {
+		return err
+	}
+	return &TooLargeError{Requested: rev, Current: cur}
+}
+
 // Healthy checks that etcd answers a linearizable read: a few tries of
 // a second each, so that one member that does not answer (frozen, cut
 // off) is not taken for the cluster.
@@ -200,7 +215,7 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 	}
 	resp, err := s.get(ctx, key, opts...)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, s.future(ctx, rev, err)
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, resp.Header.Revision, ErrNotFound
@@ -454,7 +469,7 @@ func (s *Store) listRaw(ctx context.Context, start, end string, rev, limit int64
 	}
 	resp, err := s.get(ctx, start, opts...)
 	if err != nil {
-		return nil, err
+		return nil, s.future(ctx, rev, err)
 	}
 	out := &ListResult{Revision: resp.Header.Revision, More: resp.More, KVs: make([]*KV, len(resp.Kvs))}
 	for i, kv := range resp.Kvs {

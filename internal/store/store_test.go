@@ -81,7 +81,7 @@ func TestCRUD(t *testing.T) {
 	if _, _, err := s.Get(ctx, "/r/a", rev); !errors.Is(err, ErrCompacted) {
 		t.Fatalf("get compacted: %v", err)
 	}
-	if _, _, err := s.Get(ctx, "/r/a", rev2+100); !errors.Is(err, ErrFutureRevision) {
+	if _, _, err := s.Get(ctx, "/r/a", rev2+100); !errors.Is(err, ErrFutureRevision) || err.Error() != fmt.Sprintf("Too large resource version: %d, current: %d", rev2+100, rev2) {
 		t.Fatalf("get future: %v", err)
 	}
 	if _, _, err := s.Delete(ctx, "/r/a", rev); !errors.Is(err, ErrConflict) {
