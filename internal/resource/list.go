@@ -263,6 +263,7 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 	}
 
 	cache := res.Cache
+	limit := opts.Limit
 	switch {
 	case opts.ResourceVersion == "":
 		cur, err := c.h.Store.CurrentRevision(c.ctx)
@@ -277,6 +278,9 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 		if err := cache.WaitReady(c.ctx); err != nil {
 			return nil, err
 		}
+		// kube-apiserver's watch cache ignores the limit of a list at
+		// resourceVersion=0: every item, no continue token.
+		limit = 0
 	default:
 		if err := cache.WaitFresh(c.ctx, rv); err != nil {
 			return nil, err
@@ -286,9 +290,9 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 		// Some items are matched once converted: the whole range is
 		// taken at once (one state), converted until the page is full.
 		l := cache.List(store.ListOptions{Namespace: c.namespace, Filter: keep})
-		return c.selectConverted(l.Items, l.Rev, opts.Limit, sel)
+		return c.selectConverted(l.Items, l.Rev, limit, sel)
 	}
-	return cachedPage(cache.List(store.ListOptions{Namespace: c.namespace, Limit: int(opts.Limit), Filter: keep}), sel), nil
+	return cachedPage(cache.List(store.ListOptions{Namespace: c.namespace, Limit: int(limit), Filter: keep}), sel), nil
 }
 
 // cachedPage is a page of cached items.
