@@ -437,6 +437,28 @@ func TestScaleSubresource(t *testing.T) {
 	if r := e.do("PATCH", ctPath+"/m/scale?fieldManager=scaler", `{"spec":{"replicas":5}}`, "Content-Type", "application/merge-patch+json"); r.code != http.StatusOK || !contains(r.body, `"resourceVersion":"`+rv+`"`) {
 		t.Fatalf("scale again: %d %s", r.code, r.body)
 	}
+
+	// Server-side apply of the Scale with client-go: the scaler owns the
+	// replicas, so another manager's apply conflicts, and force takes them.
+	sc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
+		"metadata": map[string]any{"name": "m"}, "spec": map[string]any{"replicas": int64(6)}}}
+	cts := e.dyn.Resource(crontabs).Namespace("default")
+	if _, err := cts.Apply(e.ctx, "m", sc, metav1.ApplyOptions{FieldManager: "hpa"}, "scale"); !apierrors.IsConflict(err) ||
+		err.Error() != `Apply failed with 1 conflict: conflict with "scaler" with subresource "scale" using autoscaling/v1: .spec.replicas` {
+		t.Fatalf("apply of the scale over the scaler's replicas: %v", err)
+	}
+	out, err := cts.Apply(e.ctx, "m", sc, metav1.ApplyOptions{FieldManager: "hpa", Force: true}, "scale")
+	if err != nil || out.GetKind() != "Scale" || out.Object["spec"].(map[string]any)["replicas"] != int64(6) {
+		t.Fatalf("forced apply of the scale: %v %v", err, out)
+	}
+	m, _ = cts.Get(e.ctx, "m", metav1.GetOptions{})
+	if r, _, _ := unstructured.NestedInt64(m.Object, "spec", "replicas"); r != 6 {
+		t.Fatalf("replicas after the apply: %v", m.Object)
+	}
+	if mf := m.GetManagedFields(); len(mf) != 2 || mf[0].Manager != "hpa" || mf[0].Operation != "Apply" ||
+		mf[0].Subresource != "scale" || mf[0].FieldsV1.GetRawString() != `{"f:spec":{"f:replicas":{}}}` || mf[1].Manager != "labeller" {
+		t.Fatalf("managedFields after the apply: %s", mustJSON(mf))
+	}
 }
 
 // A write's answer is negotiated before the write with the transforms of

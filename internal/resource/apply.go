@@ -35,21 +35,10 @@ func (c *call) apply(sub string) {
 		c.fail(err)
 		return
 	}
-	if err := c.checkManagerName("PatchOptions"); err != nil {
+	manager, force, err := c.applyOptions()
+	if err != nil {
 		c.fail(err)
 		return
-	}
-	manager := c.r.URL.Query().Get("fieldManager")
-	if manager == "" {
-		c.fail(apierrors.NewInvalid(patchOptions, "", field.ErrorList{field.Required(field.NewPath("fieldManager"), "is required for apply patch")}))
-		return
-	}
-	force := false
-	if f := c.r.URL.Query().Get("force"); f != "" {
-		if force, err = strconv.ParseBool(f); err != nil {
-			c.fail(apierrors.NewBadRequest(fmt.Sprintf("invalid force value %q", f)))
-			return
-		}
 	}
 	if c.res.FieldManagers == nil {
 		c.fail(request.UnsupportedMediaType(request.JSONPatch + ", " + request.MergePatch))
@@ -78,13 +67,7 @@ func (c *call) apply(sub string) {
 	applyTo := func(live map[string]any) (*Object, error) {
 		out, err := fm.Apply(&unstructured.Unstructured{Object: live}, patch, manager, force)
 		if err != nil {
-			var se apierrors.APIStatus
-			if errors.As(err, &se) {
-				return nil, err
-			}
-			// A patch that does not fit the schema: Kubernetes answers 500;
-			// it is the client's mistake, so 400 with the same text.
-			return nil, apierrors.NewBadRequest(err.Error())
+			return nil, applyError(err)
 		}
 		// Duplicate fields in the applied YAML, as Kubernetes checks them
 		// once the apply succeeded.
@@ -141,6 +124,34 @@ func (c *call) apply(sub string) {
 		return
 	}
 	c.respond(http.StatusOK, raw)
+}
+
+// applyOptions reads the field manager (required) and force of an apply.
+func (c *call) applyOptions() (manager string, force bool, err error) {
+	if err := c.checkManagerName("PatchOptions"); err != nil {
+		return "", false, err
+	}
+	manager = c.r.URL.Query().Get("fieldManager")
+	if manager == "" {
+		return "", false, apierrors.NewInvalid(patchOptions, "", field.ErrorList{field.Required(field.NewPath("fieldManager"), "is required for apply patch")})
+	}
+	if f := c.r.URL.Query().Get("force"); f != "" {
+		if force, err = strconv.ParseBool(f); err != nil {
+			return "", false, apierrors.NewBadRequest(fmt.Sprintf("invalid force value %q", f))
+		}
+	}
+	return manager, force, nil
+}
+
+// applyError is the answer to a field manager's failed apply: its own
+// status (a conflict), or, for a patch that does not fit the schema, 400
+// with the text Kubernetes sends with a 500 (it is the client's mistake).
+func applyError(err error) error {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return err
+	}
+	return apierrors.NewBadRequest(err.Error())
 }
 
 // yamlWarnings splits a strict YAML decoding error into one warning per

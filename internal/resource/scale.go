@@ -184,6 +184,13 @@ func (c *call) updateScale(how scaleWrite) {
 		return
 	}
 	mt := request.MediaType(c.r)
+	var applied *scaleApply
+	if patch && mt == request.ApplyPatch && c.res.FieldManagers != nil {
+		if applied, err = c.scaleApplied(body); err != nil {
+			c.fail(err)
+			return
+		}
+	}
 	// newScale computes the requested Scale from the current one.
 	newScale := func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 		var doc []byte
@@ -210,6 +217,9 @@ func (c *call) updateScale(how scaleWrite) {
 				}
 			}
 		default:
+			if c.res.FieldManagers != nil {
+				return nil, request.UnsupportedMediaType(request.JSONPatch + ", " + request.MergePatch + ", " + request.ApplyPatch)
+			}
 			return nil, request.UnsupportedMediaType(request.JSONPatch + ", " + request.MergePatch)
 		}
 		s := &autoscalingv1.Scale{}
@@ -237,7 +247,12 @@ func (c *call) updateScale(how scaleWrite) {
 				return nil, apierrors.NewInternalError(err)
 			}
 		}
-		s, err := newScale(old)
+		var s *autoscalingv1.Scale
+		if applied != nil {
+			s, err = applied.to(old)
+		} else {
+			s, err = newScale(old)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +270,15 @@ func (c *call) updateScale(how scaleWrite) {
 		if s.ResourceVersion != "" {
 			next.Meta.ResourceVersion = s.ResourceVersion
 		}
-		if c.res.FieldManagers != nil {
+		switch {
+		case applied != nil:
+			// The apply already made the Scale's managedFields.
+			entries, err := mf.ToParent(s.ManagedFields)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			next.Meta.ManagedFields = entries
+		case c.res.FieldManagers != nil:
 			entries, err := c.trackScale(old, s, mf)
 			if err != nil {
 				return nil, err
@@ -315,17 +338,11 @@ func (c *call) trackScale(old, s *autoscalingv1.Scale, mf *managedfields.ScaleHa
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	toObj := func(sc *autoscalingv1.Scale) (runtime.Object, error) {
-		sc = sc.DeepCopy()
-		sc.APIVersion, sc.Kind = "autoscaling/v1", "Scale"
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(sc)
-		return &unstructured.Unstructured{Object: m}, err
-	}
-	liveObj, err := toObj(old)
+	liveObj, err := scaleObject(old)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	newObj, err := toObj(s)
+	newObj, err := scaleObject(s)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -342,6 +359,69 @@ func (c *call) trackScale(old, s *autoscalingv1.Scale, mf *managedfields.ScaleHa
 		return nil, apierrors.NewInternalError(err)
 	}
 	return entries, nil
+}
+
+// scaleObject is sc as an unstructured autoscaling/v1 Scale.
+func scaleObject(sc *autoscalingv1.Scale) (*unstructured.Unstructured, error) {
+	sc = sc.DeepCopy()
+	sc.APIVersion, sc.Kind = scaleKind.GroupVersion().String(), scaleKind.Kind
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(sc)
+	return &unstructured.Unstructured{Object: m}, err
+}
+
+// scaleApply is a server-side apply of a Scale: the applied configuration,
+// its manager and force.
+type scaleApply struct {
+	patch   *unstructured.Unstructured
+	manager string
+	force   bool
+}
+
+// scaleApplied reads the apply of a Scale in body. Kubernetes takes only
+// autoscaling/v1 Scales there ("invalid object type" for anything else).
+func (c *call) scaleApplied(body []byte) (*scaleApply, error) {
+	manager, force, err := c.applyOptions()
+	if err != nil {
+		return nil, err
+	}
+	content, err := request.DecodeObject(body, "application/yaml", scaleKind.Kind)
+	if err != nil {
+		return nil, err
+	}
+	patch := &unstructured.Unstructured{Object: content}
+	if gvk := patch.GroupVersionKind(); gvk != scaleKind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid object type: %s", gvk))
+	}
+	if patch.GetName() != "" && patch.GetName() != c.info.Name {
+		return nil, apierrors.NewBadRequest("the name of the object (" + patch.GetName() + ") does not match the name on the URL (" + c.info.Name + ")")
+	}
+	return &scaleApply{patch: patch, manager: manager, force: force}, nil
+}
+
+// to applies a to the Scale old, whose managedFields are the Scale's, and
+// returns the result with its managedFields.
+func (a *scaleApply) to(old *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+	fm, err := scaleFieldManagers.FieldManager("v1", "scale")
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	live, err := scaleObject(old)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	out, err := fm.Apply(live, a.patch, a.manager, a.force)
+	if err != nil {
+		return nil, applyError(err)
+	}
+	u, ok := out.(*unstructured.Unstructured)
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("unexpected %T", out))
+	}
+	s := &autoscalingv1.Scale{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	return s, nil
 }
 
 // scaleKind is the kind of the scale subresource's objects.

@@ -3,13 +3,14 @@ package resource
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"sort"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crdserver/crdserver/internal/request"
 )
 
 // statusWidgets have a status subresource, with a custom resource's rules:
@@ -154,18 +155,61 @@ func TestScaleSubresource(t *testing.T) {
 	}
 }
 
-// kube-apiserver serves server-side apply of a custom resource's scale
-// (k8s.io/apiextensions-apiserver/pkg/apiserver: apply-patch+yaml is among
-// the scale subresource's patch types).
+// Server-side apply of a custom resource's scale: kube-apiserver takes
+// apply-patch+yaml there, with the object's managedFields seen as the
+// Scale's (the owner of the replicas path owns .spec.replicas), so an
+// apply that changes replicas another manager set conflicts, and force
+// takes them over. (kube-apiserver v1.37 answers such a forced apply 500
+// "request to convert CR to an invalid group/version: autoscaling/v1";
+// crdserver applies it.)
 func TestScaleApply(t *testing.T) {
-	e := statusEngine(t)
+	e := newEngine(t)
+	e.res.Strategy = statusWidgets{}
+	e.ver.Status = true
+	e.ver.Scale = &Scale{SpecReplicasPath: ".spec.size", StatusReplicasPath: ".status.size", LabelSelectorPath: ".status.selector"}
 	e.res.FieldManagers = applyEngine(t).res.FieldManagers
-	a := e.do("PATCH", widgetsPath+"/w/scale?fieldManager=hpa", "application/apply-patch+yaml", "apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: w\nspec:\n  replicas: 7\n")
-	if a.code == http.StatusUnsupportedMediaType {
-		t.Skipf("bug: apply of the scale subresource is refused: %s", a.raw)
+	if a := e.do("POST", widgetsPath+"?fieldManager=creator", "application/json", widget("w", "")); a.code != 201 {
+		t.Fatalf("create: %d %s", a.code, a.raw)
 	}
+	path := widgetsPath + "/w/scale"
+	scale := func(name string, replicas int) string {
+		return "apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: " + name + "\nspec:\n  replicas: " + itoa(int64(replicas)) + "\n"
+	}
+	puts := e.store.puts
+	e.do("PATCH", path+"?fieldManager=hpa", applyPatch, scale("w", 7)).
+		status(t, 409, metav1.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "creator" using autoscaling/v1: .spec.replicas`)
+	e.do("PATCH", path, applyPatch, scale("w", 7)).
+		status(t, 422, metav1.StatusReasonInvalid, `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch`)
+	e.do("PATCH", path+"?fieldManager=hpa", applyPatch, "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n").
+		status(t, 400, metav1.StatusReasonBadRequest, "invalid object type: example.com/v1, Kind=Widget")
+	e.do("PATCH", path+"?fieldManager=hpa", applyPatch, scale("x", 7)).
+		status(t, 400, metav1.StatusReasonBadRequest, "the name of the object (x) does not match the name on the URL (w)")
+	e.do("PATCH", path, request.StrategicMergePatch, `{}`).
+		status(t, 415, metav1.StatusReasonUnsupportedMediaType, "accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+	if e.store.puts != puts {
+		t.Fatal("a refused apply stored")
+	}
+
+	a := e.do("PATCH", path+"?fieldManager=hpa&force=true", applyPatch, scale("w", 7))
 	if spec, _, _, _ := scaleOf(t, a); a.code != 200 || spec != 7 {
-		t.Fatalf("apply scale: %d %s", a.code, a.raw)
+		t.Fatalf("forced apply: %d %s", a.code, a.raw)
+	}
+	obj := e.do("GET", widgetsPath+"/w", "", "")
+	if size := obj.body["spec"].(map[string]any)["size"]; size != float64(7) {
+		t.Fatalf("object after apply: %s", obj.raw)
+	}
+	names, owned := managers(t, meta(obj))
+	if strings.Join(names, ",") != "creator/Update,hpa/Apply" || !strings.Contains(owned["hpa/Apply"], "f:size") || strings.Contains(owned["creator/Update"], "f:size") {
+		t.Fatalf("managers: %v %v\n%s", names, owned, obj.raw)
+	}
+	for _, m := range meta(obj)["managedFields"].([]any) {
+		if m := m.(map[string]any); m["manager"] == "hpa" && m["subresource"] != "scale" {
+			t.Fatalf("the apply's entry: %v", m)
+		}
+	}
+	// The same apply again changes nothing and conflicts with no one.
+	if a := e.do("PATCH", path+"?fieldManager=hpa", applyPatch, scale("w", 7)); a.code != 200 {
+		t.Fatalf("re-apply: %d %s", a.code, a.raw)
 	}
 }
 
