@@ -158,21 +158,21 @@ type watchEvent struct {
 // delivery. Writes carry spec.seq = seqBase + k, so that every event names
 // its write.
 func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func(int) string) (watchRun, *failure) {
-	wr := watchRun{Watchers: w, PerConn: p.perConn, Updates: p.updates, IntervalMs: ms(p.interval),
+	wr := watchRun{Watchers: w, PerConn: p.WatchersPerConn, Updates: p.WatchUpdates, IntervalMs: ms(p.interval),
 		Protocols: map[string]int{}, Encodings: map[string]int{}}
 	seqBase := int64(round*1_000_000 + (set+1)*100_000)
 	fail := func(format string, a ...any) (watchRun, *failure) {
 		return wr, &failure{Method: http.MethodGet, Path: strings.TrimPrefix(coll, p.base) + "?watch=1", Error: fmt.Sprintf(format, a...)}
 	}
 	// Everything of this measurement ends by this deadline.
-	limit := p.waitFor + time.Duration(p.updates)*(p.interval+10*time.Second) + p.watchWait + 30*time.Second
+	limit := p.waitFor + time.Duration(p.WatchUpdates)*(p.interval+10*time.Second) + p.watchWait + 30*time.Second
 	ctx, cancel := context.WithTimeout(p.ctx, limit)
 	defer cancel()
 
 	// One client (one transport, one HTTP/2 connection) per perConn
 	// watchers, each primed with a small list so that its connection is
 	// up before the watches share it.
-	nconn := (w + p.perConn - 1) / p.perConn
+	nconn := (w + p.WatchersPerConn - 1) / p.WatchersPerConn
 	var dials atomic.Int64
 	clients := make([]*client, nconn)
 	for j := range clients {
@@ -211,7 +211,7 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 	watchURL := coll + "?watch=1&resourceVersion=" + url.QueryEscape(lm.Metadata.ResourceVersion) + "&timeoutSeconds=" +
 		strconv.Itoa(int(limit.Seconds())+60)
 
-	book := newDeliveryBook(w, p.updates)
+	book := newDeliveryBook(w, p.WatchUpdates)
 	var (
 		mu       sync.Mutex
 		firstErr string
@@ -234,7 +234,7 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 			defer wg.Done()
 			wctx, wcancel := context.WithCancel(ctx)
 			defer wcancel()
-			resp, err := clients[i/p.perConn].send(wctx, http.MethodGet, watchURL, nil)
+			resp, err := clients[i/p.WatchersPerConn].send(wctx, http.MethodGet, watchURL, nil)
 			if err != nil {
 				opened <- err
 				return
@@ -259,7 +259,7 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 			opened <- nil
 			dec := json.NewDecoder(resp.Body)
 			for events := 0; ; events++ {
-				if events >= 10*p.updates+1000 {
+				if events >= 10*p.WatchUpdates+1000 {
 					watchErr(fmt.Sprintf("watch %d: more than %d events", i, events))
 					return
 				}
@@ -321,15 +321,15 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 	}
 
 	// The writes: sequential merge patches, one every interval.
-	log.Printf("  %d watches open in %.0f ms over %d connection(s); %d patches, one every %v", w, wr.OpenMs, dials.Load(), p.updates, p.interval)
+	log.Printf("  %d watches open in %.0f ms over %d connection(s); %d patches, one every %v", w, wr.OpenMs, dials.Load(), p.WatchUpdates, p.interval)
 	var wlat []time.Duration
 	var wfail *failure
 	start := time.Now()
-	for k := 0; k < p.updates && ctx.Err() == nil; k++ {
+	for k := 0; k < p.WatchUpdates && ctx.Err() == nil; k++ {
 		if d := time.Until(start.Add(time.Duration(k) * p.interval)); d > 0 {
 			time.Sleep(d)
 		}
-		target := coll + "/" + itemName(k%p.n)
+		target := coll + "/" + itemName(k%p.N)
 		body := []byte(`{"spec":{"seq":` + strconv.FormatInt(seqBase+int64(k), 10) + `}}`)
 		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 		ts := time.Now()
@@ -342,8 +342,7 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 			wlat = append(wlat, d)
 			wr.WritesOK++
 		} else if wfail == nil {
-			f := p.httpFail(http.MethodPatch, target, code, b, err)
-			wfail = &f
+			wfail = p.httpFail(http.MethodPatch, target, code, b, err)
 		}
 	}
 	lastWrite := time.Now()
@@ -366,7 +365,7 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 	log.Printf("  %d of %d deliveries, %d missed, p50 %.1f ms, p99 %.1f ms, max %.1f ms", wr.Delivered, wr.Expected, wr.Missed, wr.P50Ms, wr.P99Ms, wr.MaxMs)
 	switch {
 	case wfail != nil:
-		wfail.Error = strings.TrimSpace(fmt.Sprintf("%d of %d patches failed; first: %s", p.updates-wr.WritesOK, p.updates, wfail.Error))
+		wfail.Error = strings.TrimSpace(fmt.Sprintf("%d of %d patches failed; first: %s", p.WatchUpdates-wr.WritesOK, p.WatchUpdates, wfail.Error))
 		return wr, wfail
 	case wr.Missed > 0 || wr.Duplicates > 0 || wr.Unexpected > 0:
 		return fail("%d of %d deliveries missed (waited %v after the last patch), %d duplicates, %d unexpected events; %d watch errors, first: %s",
