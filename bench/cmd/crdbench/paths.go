@@ -1024,9 +1024,8 @@ func (p *pathsRun) convRow(rd *pathsRound, crds *[]string) {
 type pathsSide sideOf[pathsResult]
 
 // roundStat is the median over rounds of a round's figure f, with the
-// smallest and largest. A round counts if none of rows failed in it and f
-// has a figure for it (ok). If any round failed one of rows, there is no
-// figure: a row is failed, never a number.
+// smallest and largest, over the rounds where f has one (ok). If any round
+// failed one of rows, there is no figure: a row is failed, never a number.
 func (s pathsSide) roundStat(rows []string, f func(*pathsRound) (float64, bool)) (med, lo, hi float64, n int, why string) {
 	if s.res == nil {
 		return 0, 0, 0, 0, s.why
@@ -1035,17 +1034,9 @@ func (s pathsSide) roundStat(rows []string, f func(*pathsRound) (float64, bool))
 	failed := 0
 	for i := range s.res.RoundsData {
 		rd := &s.res.RoundsData[i]
-		bad := false
-		for _, row := range rows {
-			if rd.Failed[row] != "" {
-				bad = true
-			}
-		}
-		if bad {
+		if slices.ContainsFunc(rows, func(row string) bool { return rd.Failed[row] != "" }) {
 			failed++
-			continue
-		}
-		if x, ok := f(rd); ok {
+		} else if x, ok := f(rd); ok {
 			v = append(v, x)
 		}
 	}
@@ -1075,14 +1066,31 @@ func (s pathsSide) cell(rows []string, f func(*pathsRound) (float64, bool), prec
 // pathsRows is the row keys a figure depends on (pathsRun.fail's names).
 func pathsRows(rows ...string) []string { return rows }
 
-func phaseFig(get func(*pathsRound) *phase, f func(*phase) float64) func(*pathsRound) (float64, bool) {
+// at is the figure f of what get picks of a round, when there is one.
+func at[T any](get func(*pathsRound) *T, f func(*T) float64) func(*pathsRound) (float64, bool) {
 	return func(rd *pathsRound) (float64, bool) {
-		p := get(rd)
-		if p == nil || p.Requests == 0 {
-			return 0, false
+		if x := get(rd); x != nil {
+			return f(x), true
 		}
-		return f(p), true
+		return 0, false
 	}
+}
+
+// last is the last element of s, or nil.
+func last[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[len(s)-1]
+}
+
+func phaseFig(get func(*pathsRound) *phase, f func(*phase) float64) func(*pathsRound) (float64, bool) {
+	return at(func(rd *pathsRound) *phase {
+		if p := get(rd); p != nil && p.Requests > 0 {
+			return p
+		}
+		return nil
+	}, f)
 }
 
 func watchOf(rd *pathsRound, w int) *watchRun {
@@ -1092,23 +1100,18 @@ func watchOf(rd *pathsRound, w int) *watchRun {
 // convStep is one step of row 6 ("first", "warm", "edit", "none", "flip"):
 // the CRD change before it (none for the first two) and its list.
 func convStep(cv *convPaths, step string) (*convChange, *convListRun) {
-	switch {
-	case cv == nil:
+	if cv == nil {
 		return nil, nil
-	case step == "first":
-		return nil, cv.First
-	case step == "warm":
-		return nil, cv.Warm
 	}
 	ch := map[string]*convChange{"edit": cv.Edit, "none": cv.ToNone, "flip": cv.Flip}[step]
 	if ch == nil {
-		return nil, nil
+		return nil, map[string]*convListRun{"first": cv.First, "warm": cv.Warm}[step]
 	}
 	return ch, ch.List
 }
 
-// pathsTableRows are the rows of the paths table by their number, each figure the median
-// over the rounds of both servers.
+// pathsTableRows are the rows of the paths table by their number, each
+// figure the median over the rounds of both servers.
 func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[pathsSide] {
 	rows := map[string][]fig[pathsSide]{}
 	add := func(no, metric string, withRatio bool, cell func(pathsSide) val) {
@@ -1118,8 +1121,23 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 		}
 		rows[no] = append(rows[no], f)
 	}
-	fig := func(keys []string, f func(*pathsRound) (float64, bool), prec int, unit string) func(pathsSide) val {
+	type figure = func(*pathsRound) (float64, bool)
+	fig := func(keys []string, f figure, prec int, unit string) func(pathsSide) val {
 		return func(s pathsSide) val { return s.cell(keys, f, prec, unit) }
+	}
+	// rowsOf adds rows of figures of one key: each metric, ratio or not,
+	// figure, precision and unit.
+	type spec struct {
+		metric string
+		ratio  bool
+		f      figure
+		prec   int
+		unit   string
+	}
+	rowsOf := func(no string, keys []string, specs ...spec) {
+		for _, x := range specs {
+			add(no, x.metric, x.ratio, fig(keys, x.f, x.prec, x.unit))
+		}
 	}
 	k := pathsRows
 	for _, x := range []struct {
@@ -1130,23 +1148,18 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 		{"2", "creates", fmt.Sprintf("%s creates (%s-byte bodies) from %d workers sharing one HTTP/2 connection: throughput", commas(first.Creates), commas(first.BodyBytes), first.Concurrency),
 			func(rd *pathsRound) *phase { return rd.Creates }},
 	} {
-		add(x.no, x.metric, true, fig(k(x.key), phaseFig(x.get, func(p *phase) float64 { return p.PerSecond }), 0, " req/s"))
-		add(x.no, "… p50", true, fig(k(x.key), phaseFig(x.get, func(p *phase) float64 { return p.P50Ms }), 2, " ms"))
-		add(x.no, "… p99", true, fig(k(x.key), phaseFig(x.get, func(p *phase) float64 { return p.P99Ms }), 2, " ms"))
+		rowsOf(x.no, k(x.key), spec{x.metric, true, phaseFig(x.get, func(p *phase) float64 { return p.PerSecond }), 0, " req/s"},
+			spec{"… p50", true, phaseFig(x.get, func(p *phase) float64 { return p.P50Ms }), 2, " ms"},
+			spec{"… p99", true, phaseFig(x.get, func(p *phase) float64 { return p.P99Ms }), 2, " ms"})
 	}
 
-	lastList := func(f func(gzipList) float64) func(*pathsRound) (float64, bool) {
-		return func(rd *pathsRound) (float64, bool) {
-			if len(rd.Lists) == 0 {
-				return 0, false
-			}
-			return f(rd.Lists[len(rd.Lists)-1]), true
-		}
+	lastList := func(f func(*gzipList) float64) figure {
+		return at(func(rd *pathsRound) *gzipList { return last(rd.Lists) }, f)
 	}
-	add("3", fmt.Sprintf("full list of %s objects, `Accept-Encoding: gzip`, until read and decompressed (median of %d per round)", nObj, first.Lists), true,
-		fig(k("list"), func(rd *pathsRound) (float64, bool) { return rd.ListMedianMs, rd.ListMedianMs > 0 }, 1, " ms"))
-	add("3", "… bytes on the wire", true, fig(k("list"), lastList(func(s gzipList) float64 { return float64(s.WireBytes) / 1e6 }), 2, " MB"))
-	add("3", "… decompressed", true, fig(k("list"), lastList(func(s gzipList) float64 { return float64(s.Bytes) / 1e6 }), 2, " MB"))
+	rowsOf("3", k("list"), spec{fmt.Sprintf("full list of %s objects, `Accept-Encoding: gzip`, until read and decompressed (median of %d per round)", nObj, first.Lists), true,
+		func(rd *pathsRound) (float64, bool) { return rd.ListMedianMs, rd.ListMedianMs > 0 }, 1, " ms"},
+		spec{"… bytes on the wire", true, lastList(func(s *gzipList) float64 { return float64(s.WireBytes) / 1e6 }), 2, " MB"},
+		spec{"… decompressed", true, lastList(func(s *gzipList) float64 { return float64(s.Bytes) / 1e6 }), 2, " MB"})
 	add("3", "… Content-Encoding of the answers", false, func(s pathsSide) val {
 		if s.res == nil {
 			return label(s.why)
@@ -1162,44 +1175,38 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 		return label(cmp.Or(strings.Join(e, ", "), "not reached"))
 	})
 
-	lastWalk := func(f func(pageWalk) float64) func(*pathsRound) (float64, bool) {
-		return func(rd *pathsRound) (float64, bool) {
-			if len(rd.Walks) == 0 {
-				return 0, false
-			}
-			return f(rd.Walks[len(rd.Walks)-1]), true
-		}
+	lastWalk := func(f func(*pageWalk) float64) figure {
+		return at(func(rd *pathsRound) *pageWalk { return last(rd.Walks) }, f)
 	}
-	add("4", fmt.Sprintf("paged list, `limit=%d`, walk of all %s objects by `continue` (gzip as above): time per walk (median of %d per round)", first.PageLimit, nObj, first.Walks), true,
-		fig(k("pages"), func(rd *pathsRound) (float64, bool) { return rd.WalkMedianMs, rd.WalkMedianMs > 0 }, 1, " ms"))
-	add("4", "… of which in the pages' requests (the rest is crdbench decoding each page for its `continue`)", true, fig(k("pages"), func(rd *pathsRound) (float64, bool) {
-		var v []float64
-		for _, x := range rd.Walks {
-			v = append(v, x.RequestMs)
-		}
-		return median(v), len(v) > 0
-	}, 1, " ms"))
-	add("4", "… slowest page of a walk", true, fig(k("pages"), lastWalk(func(x pageWalk) float64 { return x.MaxPageMs }), 1, " ms"))
-	add("4", "… pages per walk", false, fig(k("pages"), lastWalk(func(x pageWalk) float64 { return float64(x.Pages) }), 0, ""))
-	add("4", "… items checked per walk (each once)", false, fig(k("pages"), lastWalk(func(x pageWalk) float64 { return float64(x.Items) }), 0, ""))
+	rowsOf("4", k("pages"), spec{fmt.Sprintf("paged list, `limit=%d`, walk of all %s objects by `continue` (gzip as above): time per walk (median of %d per round)", first.PageLimit, nObj, first.Walks), true,
+		func(rd *pathsRound) (float64, bool) { return rd.WalkMedianMs, rd.WalkMedianMs > 0 }, 1, " ms"},
+		spec{"… of which in the pages' requests (the rest is crdbench decoding each page for its `continue`)", true, func(rd *pathsRound) (float64, bool) {
+			var v []float64
+			for _, x := range rd.Walks {
+				v = append(v, x.RequestMs)
+			}
+			return median(v), len(v) > 0
+		}, 1, " ms"},
+		spec{"… slowest page of a walk", true, lastWalk(func(x *pageWalk) float64 { return x.MaxPageMs }), 1, " ms"},
+		spec{"… pages per walk", false, lastWalk(func(x *pageWalk) float64 { return float64(x.Pages) }), 0, ""},
+		spec{"… items checked per walk (each once)", false, lastWalk(func(x *pageWalk) float64 { return float64(x.Items) }), 0, ""})
 
 	for _, nw := range first.Watchers {
-		key := k(fmt.Sprintf("watch-%d", nw))
-		of := func(f func(*watchRun) float64) func(*pathsRound) (float64, bool) {
-			return func(rd *pathsRound) (float64, bool) {
-				x := watchOf(rd, nw)
-				if x == nil || x.Delivered == 0 {
-					return 0, false
+		of := func(f func(*watchRun) float64) figure {
+			return at(func(rd *pathsRound) *watchRun {
+				if x := watchOf(rd, nw); x != nil && x.Delivered > 0 {
+					return x
 				}
-				return f(x), true
-			}
+				return nil
+			}, f)
 		}
 		conns := (nw + first.WatchersPerConn - 1) / first.WatchersPerConn
-		add("5", fmt.Sprintf("watch fan-out, **%s watchers** (%d HTTP/2 connection(s)), %d patches one every %.0f ms: delivery delay p99", commas(nw), conns, first.WatchUpdates, first.WatchIntervalMs), true,
-			fig(key, of(func(x *watchRun) float64 { return x.P99Ms }), 1, " ms"))
-		add("5", "… p50", true, fig(key, of(func(x *watchRun) float64 { return x.P50Ms }), 1, " ms"))
-		add("5", "… max", true, fig(key, of(func(x *watchRun) float64 { return x.MaxMs }), 1, " ms"))
-		add("5", "… the patches themselves, p50", true, fig(key, of(func(x *watchRun) float64 { return x.WriteP50Ms }), 1, " ms"))
+		rowsOf("5", k(fmt.Sprintf("watch-%d", nw)),
+			spec{fmt.Sprintf("watch fan-out, **%s watchers** (%d HTTP/2 connection(s)), %d patches one every %.0f ms: delivery delay p99", commas(nw), conns, first.WatchUpdates, first.WatchIntervalMs), true,
+				of(func(x *watchRun) float64 { return x.P99Ms }), 1, " ms"},
+			spec{"… p50", true, of(func(x *watchRun) float64 { return x.P50Ms }), 1, " ms"},
+			spec{"… max", true, of(func(x *watchRun) float64 { return x.MaxMs }), 1, " ms"},
+			spec{"… the patches themselves, p50", true, of(func(x *watchRun) float64 { return x.WriteP50Ms }), 1, " ms"})
 		// Shown even for failed rounds: they are the failure.
 		add("5", "… deliveries missed, duplicated or unexpected, all rounds (must be 0)", false, func(s pathsSide) val {
 			if s.res == nil {
@@ -1223,20 +1230,11 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 	}
 
 	if first.Conversion {
-		list := func(step string) func(*convPaths) *convListRun {
-			return func(cv *convPaths) *convListRun { _, l := convStep(cv, step); return l }
+		lst := func(step string, f func(*convListRun) float64) figure {
+			return at(func(rd *pathsRound) *convListRun { _, l := convStep(rd.Conv, step); return l }, f)
 		}
-		lst := func(step string, f func(*convListRun) float64) func(*pathsRound) (float64, bool) {
-			return func(rd *pathsRound) (float64, bool) {
-				_, l := convStep(rd.Conv, step)
-				return f(orZero(l)), l != nil
-			}
-		}
-		chg := func(step string, f func(*convChange) float64) func(*pathsRound) (float64, bool) {
-			return func(rd *pathsRound) (float64, bool) {
-				ch, _ := convStep(rd.Conv, step)
-				return f(orZero(ch)), ch != nil
-			}
+		chg := func(step string, f func(*convChange) float64) figure {
+			return at(func(rd *pathsRound) *convChange { ch, _ := convStep(rd.Conv, step); return ch }, f)
 		}
 		calls := func(keys []string, step string) func(pathsSide) val {
 			return func(s pathsSide) val {
@@ -1249,7 +1247,9 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 			}
 		}
 		firstGet := func(keys []string, step string) func(pathsSide) val {
-			return func(s pathsSide) val { return firstGetCell(s, keys, list(step)) }
+			return func(s pathsSide) val {
+				return firstGetCell(s, keys, func(cv *convPaths) *convListRun { _, l := convStep(cv, step); return l })
+			}
 		}
 		untilOK := func(l *convListRun) float64 { return l.UntilOKMs }
 		setup, flip := k("conv-setup"), k("conv-setup", "conv-edit", "conv-flip")
@@ -1262,12 +1262,12 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 			{"flip", "**first list as v1 after a flip None → Webhook** (back to exactly the conversion of before)", "one object's v1 has `host` again", flip},
 		} {
 			add("6", x.what+": the first GET, no retry", true, firstGet(x.keys, x.step))
-			add("6", "… until a 200 list, a 429 retried after its Retry-After as client-go does", true, fig(x.keys, lst(x.step, untilOK), 1, " ms"))
-			add("6", "… GETs until that 200", false, fig(x.keys, lst(x.step, func(l *convListRun) float64 { return float64(l.Attempts) }), 0, ""))
+			rowsOf("6", x.keys, spec{"… until a 200 list, a 429 retried after its Retry-After as client-go does", true, lst(x.step, untilOK), 1, " ms"},
+				spec{"… GETs until that 200", false, lst(x.step, func(l *convListRun) float64 { return float64(l.Attempts) }), 0, ""})
 			add("6", "… webhook calls from the first GET to the 200", false, calls(x.keys, x.step))
-			add("6", "… time in the example webhook's handler meanwhile (in crdbench; summed over its calls)", true, fig(x.keys, lst(x.step, func(l *convListRun) float64 { return l.Webhook.BusyMs }), 1, " ms"))
-			add("6", "… before it: the PUT sent → a GET of the CRD shows the change, Established (polled every 10 ms)", true, fig(x.keys, chg(x.step, func(ch *convChange) float64 { return ch.ObservedMs }), 0, " ms"))
-			add("6", "… the PUT sent → "+x.seen+" (polled every 10 ms; then the list)", true, fig(x.keys, chg(x.step, func(ch *convChange) float64 { return ch.ServedMs }), 0, " ms"))
+			rowsOf("6", x.keys, spec{"… time in the example webhook's handler meanwhile (in crdbench; summed over its calls)", true, lst(x.step, func(l *convListRun) float64 { return l.Webhook.BusyMs }), 1, " ms"},
+				spec{"… before it: the PUT sent → a GET of the CRD shows the change, Established (polled every 10 ms)", true, chg(x.step, func(ch *convChange) float64 { return ch.ObservedMs }), 0, " ms"},
+				spec{"… the PUT sent → " + x.seen + " (polled every 10 ms; then the list)", true, chg(x.step, func(ch *convChange) float64 { return ch.ServedMs }), 0, " ms"})
 		}
 		add("6", "(for reference) the list as v1 while the conversion was None, just before the flip: the first GET", true, firstGet(flip, "none"))
 		add("6", "… until a 200", true, fig(flip, lst("none", untilOK), 1, " ms"))
@@ -1277,43 +1277,38 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 		add("6", "… webhook calls during it", false, calls(setup, "warm"))
 	}
 
-	del := func(f func(*crdDeletion) float64) func(*pathsRound) (float64, bool) {
-		return func(rd *pathsRound) (float64, bool) { return f(orZero(rd.Delete)), rd.Delete != nil }
+	del := func(f func(*crdDeletion) float64) figure {
+		return at(func(rd *pathsRound) *crdDeletion { return rd.Delete }, f)
 	}
-	add("7", fmt.Sprintf("DELETE of a CRD holding %s objects → GET of the CRD answers 404", nObj), true, fig(k("delete"), del(func(x *crdDeletion) float64 { return x.GoneMs / 1000 }), 2, " s"))
-	add("7", "… → GET of its collection answers 404", true, fig(k("delete"), del(func(x *crdDeletion) float64 { return x.CollectionGoneMs / 1000 }), 2, " s"))
+	rowsOf("7", k("delete"), spec{fmt.Sprintf("DELETE of a CRD holding %s objects → GET of the CRD answers 404", nObj), true, del(func(x *crdDeletion) float64 { return x.GoneMs / 1000 }), 2, " s"},
+		spec{"… → GET of its collection answers 404", true, del(func(x *crdDeletion) float64 { return x.CollectionGoneMs / 1000 }), 2, " s"})
 
-	fc := func(f func([]firstCreate) float64) func(*pathsRound) (float64, bool) {
+	fc := func(f func(xs []firstCreate) float64) figure {
 		return func(rd *pathsRound) (float64, bool) { return f(rd.FirstCreates), len(rd.FirstCreates) > 0 }
 	}
-	add("8", fmt.Sprintf("first create after Established: Established seen (polled every 10 ms) → 201, retrying 404/429/503 every 10 ms (median of %d fresh CRDs per round)", first.FreshCRDs), true,
-		fig(k("first-create"), func(rd *pathsRound) (float64, bool) { return rd.FirstCreateMs, len(rd.FirstCreates) > 0 }, 1, " ms"))
-	add("8", "… attempts until 201 (most in a round)", false, fig(k("first-create"), fc(func(xs []firstCreate) float64 {
-		mx := 0
-		for _, x := range xs {
-			mx = max(mx, x.Attempts)
-		}
-		return float64(mx)
-	}), 0, ""))
-	add("8", "… (for reference) the CRD's POST → Established seen", true, fig(k("first-create"), fc(func(xs []firstCreate) float64 {
-		var v []float64
-		for _, x := range xs {
-			v = append(v, x.EstablishedMs)
-		}
-		return median(v)
-	}), 1, " ms"))
+	rowsOf("8", k("first-create"), spec{fmt.Sprintf("first create after Established: Established seen (polled every 10 ms) → 201, retrying 404/429/503 every 10 ms (median of %d fresh CRDs per round)", first.FreshCRDs), true,
+		func(rd *pathsRound) (float64, bool) { return rd.FirstCreateMs, len(rd.FirstCreates) > 0 }, 1, " ms"},
+		spec{"… attempts until 201 (most in a round)", false, fc(func(xs []firstCreate) float64 {
+			return float64(slices.MaxFunc(xs, func(a, b firstCreate) int { return cmp.Compare(a.Attempts, b.Attempts) }).Attempts)
+		}), 0, ""},
+		spec{"… (for reference) the CRD's POST → Established seen", true, fc(func(xs []firstCreate) float64 {
+			var v []float64
+			for _, x := range xs {
+				v = append(v, x.EstablishedMs)
+			}
+			return median(v)
+		}), 1, " ms"})
 
-	mem := func(f func(*pathsRound) float64) func(*pathsRound) (float64, bool) {
+	mem := func(f func(*pathsRound) float64) figure {
 		return func(rd *pathsRound) (float64, bool) { return f(rd), len(rd.RSS) > 0 }
 	}
-	add("9", fmt.Sprintf("RSS with %s objects of %s-byte create bodies stored, %.0f s after the creates (%s)", nObj, commas(first.BodyBytes), first.RSSSettleSec, rss), true,
-		fig(k("rss"), mem(func(rd *pathsRound) float64 { return rd.RSSMiB }), 1, " MiB"))
-	add("9", "… RSS just before the creates (the CRD Established; earlier rounds' objects deleted)", true, fig(k("rss"), mem(func(rd *pathsRound) float64 { return rd.RSSBeforeMiB }), 1, " MiB"))
-	add("9", "… increase over the creates", true, fig(k("rss"), mem(func(rd *pathsRound) float64 { return rd.RSSMiB - rd.RSSBeforeMiB }), 1, " MiB"))
+	rowsOf("9", k("rss"), spec{fmt.Sprintf("RSS with %s objects of %s-byte create bodies stored, %.0f s after the creates (%s)", nObj, commas(first.BodyBytes), first.RSSSettleSec, rss), true,
+		mem(func(rd *pathsRound) float64 { return rd.RSSMiB }), 1, " MiB"},
+		spec{"… RSS just before the creates (the CRD Established; earlier rounds' objects deleted)", true, mem(func(rd *pathsRound) float64 { return rd.RSSBeforeMiB }), 1, " MiB"},
+		spec{"… increase over the creates", true, mem(func(rd *pathsRound) float64 { return rd.RSSMiB - rd.RSSBeforeMiB }), 1, " MiB"})
 	return rows
 }
 
-// orZero is *p, or T's zero value when p is nil.
 func orZero[T any](p *T) *T {
 	if p == nil {
 		return new(T)
