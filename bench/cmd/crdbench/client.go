@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -355,4 +356,23 @@ func truncate(b []byte, n int) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
+}
+
+// getOK is get that wants a 200: any other answer is an error naming what.
+func (c *client) getOK(what, url, accept string) ([]byte, time.Duration, error) {
+	code, b, d, err := c.get(url, accept)
+	if err != nil || code != http.StatusOK {
+		return b, d, fmt.Errorf("%s: HTTP %d %v %s", what, code, err, truncate(b, 300))
+	}
+	return b, d, nil
+}
+
+// expect sends one request (unbounded) and wants one of the codes: any
+// other answer is a failure of phaseName.
+func (c *client) expect(phaseName, method, url string, body []byte, codes ...int) *failure {
+	code, b, err := c.do(context.Background(), method, url, body)
+	if err != nil || !slices.Contains(codes, code) {
+		return c.fail(phaseName, method, url, code, b, err)
+	}
+	return nil
 }

@@ -201,3 +201,15 @@ func find[T any](s []T, match func(*T) bool) *T {
 	}
 	return nil
 }
+
+// poll checks cond every interval until it holds (true) or timeout passes.
+func poll(timeout, interval time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(interval)
+	}
+	return true
+}
