@@ -15,6 +15,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -116,4 +117,28 @@ func checkFlags(bs []bound) error {
 		}
 	}
 	return nil
+}
+
+// ranged is a flag with the values it may take.
+type ranged[T int | time.Duration] struct {
+	v           *T
+	name        string
+	def, lo, hi T
+	use         string
+}
+
+// ranges defines flags with define (fs.IntVar, fs.DurationVar); the func
+// it returns checks them, after fs.Parse.
+func ranges[T int | time.Duration](define func(*T, string, T, string), fl ...ranged[T]) func() error {
+	for _, f := range fl {
+		define(f.v, f.name, f.def, f.use)
+	}
+	return func() error {
+		for _, f := range fl {
+			if *f.v < f.lo || *f.v > f.hi {
+				return fmt.Errorf("need %v <= -%s <= %v", f.lo, f.name, f.hi)
+			}
+		}
+		return nil
+	}
 }

@@ -406,42 +406,28 @@ func runPaths(args []string) error {
 	var t tlsFlags
 	t.register(fs)
 	var o pathsOpts
-	for _, x := range []struct {
-		v    *int
-		name string
-		def  int
-		use  string
-	}{
-		{&o.N, "n", 10000, "objects stored per round (lists, walks, memory, the CRD deleted, the conversion CRD)"},
-		{&o.Rounds, "rounds", 3, "rounds; the report gives the median over them"},
-		{&o.Creates, "creates", 5000, "of the n creates, how many are measured (the first ones)"},
-		{&o.Concurrency, "concurrency", 16, "workers of the creates (one HTTP/2 connection)"},
-		{&o.Gets, "gets", 1000, "sequential GETs of single objects per round"},
-		{&o.Lists, "lists", 3, "full lists (gzip) per round; the round's figure is their median"},
-		{&o.Walks, "walks", 3, "paged walks per round; the round's figure is their median"},
-		{&o.PageLimit, "page-limit", 500, "limit of each page of the walks"},
-		{&o.WatchersPerConn, "watchers-per-conn", 100, "watches per HTTP/2 connection"},
-		{&o.WatchUpdates, "watch-updates", 100, "merge patches made while the watches run"},
-		{&o.FreshCRDs, "fresh-crds", 3, "first create after Established: fresh CRDs per round"},
-	} {
-		fs.IntVar(x.v, x.name, x.def, x.use)
-	}
-	for _, x := range []struct {
-		v    *time.Duration
-		name string
-		def  time.Duration
-		use  string
-	}{
-		{&o.interval, "watch-interval", 50 * time.Millisecond, "one patch sent this often (sequential)"},
-		{&o.watchWait, "watch-wait", 30 * time.Second, "after the last patch, how long to wait for the last deliveries"},
-		{&o.settle, "settle", 0, "pause after a CRD is Established before its objects are created (the reference needs 2s)"},
-		{&o.rssSettle, "rss-settle", 3 * time.Second, "pause between the creates and reading the RSS"},
-		{&o.waitFor, "wait", 60 * time.Second, "how long to wait for a CRD to be Established or to show a change"},
-		{&o.deleteWait, "delete-wait", 5 * time.Minute, "how long to wait for a deleted CRD (and its collection) to be gone"},
-		{&o.phaseLimit, "phase-timeout", 5 * time.Minute, "time limit of each phase of requests"},
-	} {
-		fs.DurationVar(x.v, x.name, x.def, x.use)
-	}
+	bodyBytes := 0
+	checkInts := ranges(fs.IntVar,
+		ranged[int]{&o.N, "n", 10000, 1, 100000, "objects stored per round (lists, walks, memory, the CRD deleted, the conversion CRD)"},
+		ranged[int]{&o.Rounds, "rounds", 3, 1, 20, "rounds; the report gives the median over them"},
+		ranged[int]{&o.Creates, "creates", 5000, 1, 100000, "of the n creates, how many are measured (the first ones)"},
+		ranged[int]{&o.Concurrency, "concurrency", 16, 1, 64, "workers of the creates (one HTTP/2 connection)"},
+		ranged[int]{&o.Gets, "gets", 1000, 1, 100000, "sequential GETs of single objects per round"},
+		ranged[int]{&o.Lists, "lists", 3, 1, 50, "full lists (gzip) per round; the round's figure is their median"},
+		ranged[int]{&o.Walks, "walks", 3, 1, 50, "paged walks per round; the round's figure is their median"},
+		ranged[int]{&o.PageLimit, "page-limit", 500, 1, 10000, "limit of each page of the walks"},
+		ranged[int]{&o.WatchersPerConn, "watchers-per-conn", 100, 1, 1000, "watches per HTTP/2 connection"},
+		ranged[int]{&o.WatchUpdates, "watch-updates", 100, 1, 10000, "merge patches made while the watches run"},
+		ranged[int]{&o.FreshCRDs, "fresh-crds", 3, 0, 50, "first create after Established: fresh CRDs per round"},
+		ranged[int]{&bodyBytes, "body-bytes", 1024, 0, 1 << 20, "size of each create body (padded with spec.data)"})
+	checkDurations := ranges(fs.DurationVar,
+		ranged[time.Duration]{&o.interval, "watch-interval", 50 * time.Millisecond, 0, 10 * time.Second, "one patch sent this often (sequential)"},
+		ranged[time.Duration]{&o.watchWait, "watch-wait", 30 * time.Second, time.Second, 10 * time.Minute, "after the last patch, how long to wait for the last deliveries"},
+		ranged[time.Duration]{&o.settle, "settle", 0, 0, time.Minute, "pause after a CRD is Established before its objects are created (the reference needs 2s)"},
+		ranged[time.Duration]{&o.rssSettle, "rss-settle", 3 * time.Second, 0, time.Minute, "pause between the creates and reading the RSS"},
+		ranged[time.Duration]{&o.waitFor, "wait", 60 * time.Second, time.Second, 10 * time.Minute, "how long to wait for a CRD to be Established or to show a change"},
+		ranged[time.Duration]{&o.deleteWait, "delete-wait", 5 * time.Minute, time.Second, 30 * time.Minute, "how long to wait for a deleted CRD (and its collection) to be gone"},
+		ranged[time.Duration]{&o.phaseLimit, "phase-timeout", 5 * time.Minute, time.Second, time.Hour, "time limit of each phase of requests"})
 	fs.BoolVar(&o.Conversion, "conversion", true, "measure the first list through the conversion webhook after a CRD edit and after a flip None → Webhook")
 	var (
 		server    = fs.String("server", "", "API server base URL, https:// or http:// (loopback only)")
@@ -449,7 +435,6 @@ func runPaths(args []string) error {
 		namespace = fs.String("namespace", "default", "namespace of the objects (it must exist; each round has CRDs of its own)")
 		runID     = fs.String("run-id", "", "tag of this run in the CRDs' groups and in their label "+pathsLabel+" (default: from the time and PID)")
 		watchers  = fs.String("watchers", "200,1000", "watch fan-out: numbers of watchers, comma-separated")
-		bodyBytes = fs.Int("body-bytes", 1024, "size of each create body (padded with spec.data)")
 		jsonOut   = fs.String("json", "", "write the results as JSON to this file")
 		rssPIDs   namedPIDs
 	)
@@ -459,23 +444,11 @@ func runPaths(args []string) error {
 	if o.Watchers, err = parseWatchers(*watchers); err != nil {
 		return err
 	}
-	in := func(v, lo, hi int) bool { return v < lo || v > hi }
-	dur := func(v, lo, hi time.Duration) bool { return v < lo || v > hi }
-	if err := checkFlags([]bound{
-		{in(o.N, 1, 100000), "1 <= -n <= 100000"},
-		{in(o.Rounds, 1, 20), "1 <= -rounds <= 20"},
-		{o.Creates < 1 || in(o.Concurrency, 1, 64), "-creates >= 1 and 1 <= -concurrency <= 64"},
-		{in(o.Gets, 1, 100000) || in(o.Lists, 1, 50) || in(o.Walks, 1, 50), "1 <= -gets <= 100000, 1 <= -lists <= 50, 1 <= -walks <= 50"},
-		{in(o.PageLimit, 1, 10000), "1 <= -page-limit <= 10000"},
-		{in(o.WatchersPerConn, 1, 1000) || in(o.WatchUpdates, 1, 10000), "1 <= -watchers-per-conn <= 1000, 1 <= -watch-updates <= 10000"},
-		{dur(o.interval, 0, 10*time.Second) || dur(o.watchWait, time.Second, 10*time.Minute), "0 <= -watch-interval <= 10s, 1s <= -watch-wait <= 10m"},
-		{in(o.FreshCRDs, 0, 50) || in(*bodyBytes, 0, 1<<20), "0 <= -fresh-crds <= 50, 0 <= -body-bytes <= 1 MiB"},
-		{dur(o.settle, 0, time.Minute) || dur(o.rssSettle, 0, time.Minute), "0 <= -settle, -rss-settle <= 1m"},
-		{dur(o.waitFor, time.Second, 10*time.Minute) || dur(o.deleteWait, time.Second, 30*time.Minute), "1s <= -wait <= 10m, 1s <= -delete-wait <= 30m"},
-		{dur(o.phaseLimit, time.Second, time.Hour), "1s <= -phase-timeout <= 1h"},
-		{*namespace == "", "-namespace"},
-	}); err != nil {
+	if err := cmp.Or(checkInts(), checkDurations()); err != nil {
 		return err
+	}
+	if *namespace == "" {
+		return errors.New("need -namespace")
 	}
 	if *runID == "" {
 		*runID = strconv.FormatInt(time.Now().Unix(), 36) + strconv.Itoa(os.Getpid()%1000)
@@ -495,7 +468,7 @@ func runPaths(args []string) error {
 	res := &pathsResult{Server: c.base, Name: *name, ClientCert: t.cert != "", Date: time.Now().UTC().Format(time.RFC3339), RunID: *runID,
 		Namespace: *namespace, pathsOpts: o, WatchIntervalMs: ms(o.interval), WatchWaitSec: o.watchWait.Seconds(),
 		SettleSec: o.settle.Seconds(), RSSSettleSec: o.rssSettle.Seconds(), LoadStart: loadavg(),
-		BodyBytes:     len(pathsBody(fmt.Sprintf("r1-%s.%s", *runID, pathsDomain), "item-00000", 0, *bodyBytes)),
+		BodyBytes:     len(pathsBody(fmt.Sprintf("r1-%s.%s", *runID, pathsDomain), "item-00000", 0, bodyBytes)),
 		ConvBodyBytes: len(crontabBody(crontab.Group, "crontab-00000", 0))}
 	for _, p := range rssPIDs {
 		res.RSSProcs = append(res.RSSProcs, p.name)
@@ -512,7 +485,7 @@ func runPaths(args []string) error {
 	for r := 1; r <= o.Rounds && ctx.Err() == nil && err == nil; r++ {
 		rd := pathsRound{Round: r}
 		t0 := time.Now()
-		err = p.round(&rd, *bodyBytes)
+		err = p.round(&rd, bodyBytes)
 		rd.WallSec, rd.Load1 = time.Since(t0).Seconds(), load1()
 		res.RoundsData = append(res.RoundsData, rd)
 		log.Printf("round %d done in %.1f s (load %.2f)", r, rd.WallSec, rd.Load1)
