@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/url"
@@ -272,7 +273,9 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 		return fail("opening the watches: %s", cmp.Or(openErr, fmt.Sprintf("not all %d watches answered within %v", w, p.waitFor)))
 	}
 
-	// The writes: sequential merge patches, one every interval.
+	// The writes: sequential merge patches, one every interval (profile.sh
+	// waits for "watches open" in the log).
+	log.Printf("  %d watches open in %.0f ms over %d connection(s); %d patches, one every %v", w, wr.OpenMs, dials.Load(), p.WatchUpdates, p.interval)
 	var wlat []time.Duration
 	var wfail *failure
 	start := time.Now()
@@ -301,6 +304,7 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 	if !sum.Last.IsZero() {
 		wr.SpanMs = ms(sum.Last.Sub(start))
 	}
+	log.Printf("  %d of %d deliveries, %d missed, p50 %.1f ms, p99 %.1f ms, max %.1f ms", wr.Delivered, wr.Expected, wr.Missed, wr.P50Ms, wr.P99Ms, wr.MaxMs)
 	slices.Sort(wlat)
 	wr.WriteP50Ms, wr.WriteP99Ms, wr.WatchErrors = ms(percentile(wlat, 0.5)), ms(percentile(wlat, 0.99)), werrs
 	switch {
