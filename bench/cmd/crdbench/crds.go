@@ -735,21 +735,15 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 	slices.Sort(files)
 	var rounds []*crdsResult
 	for _, f := range files {
-		var r crdsResult
-		if err := readJSON(f, &r); err == nil {
-			rounds = append(rounds, &r)
+		if r := readSide[crdsResult]("", f).res; r != nil {
+			rounds = append(rounds, r)
 		}
 	}
-	var sub, kube *crdsResult
-	for name, dst := range map[string]**crdsResult{"crds-crdserver-subset.json": &sub, "crds-kube-subset.json": &kube} {
-		var r crdsResult
-		if err := readJSON(filepath.Join(dir, name), &r); err == nil {
-			*dst = &r
-		}
-	}
+	sub, kube := readSide[crdsResult](dir, "crds-crdserver-subset.json").res, readSide[crdsResult](dir, "crds-kube-subset.json").res
 	if len(rounds) == 0 && sub == nil {
 		return nil
 	}
+	first := append(slices.Clip(rounds), sub)[0]
 	p("## Thousands of CRDs\n\n")
 	p("`crdbench crds` (bench/crds.sh): the CRDs of a real Crossplane provider (`%s`), created 4 at a time through the API "+
 		"as JSON until a CRD watch has seen every one Established; memory (VmRSS of every process of the server) before, "+
@@ -757,7 +751,7 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 		"fetched for the first time; kubectl; one dry-run create of a minimal object of every CRD, one after another "+
 		"(each CRD's first request); `/openapi/v2`; every CRD re-applied (PUT) with a changed description in every schema, "+
 		"20 watches of custom resources open meanwhile (each then hears a create); every CRD deleted.\n\n",
-		firstCorpus(rounds, sub), firstSettle(rounds, sub))
+		filepath.Base(first.Corpus), fmt.Sprintf("%.0f s", first.SettleSec))
 	if len(rounds) > 0 {
 		p("crdserver with all %s CRDs, %d rounds (a fresh server each), the median and every round:\n\n", commas(rounds[0].CRDs), len(rounds))
 		t := newTable("what", "median", "rounds", "target")
@@ -800,7 +794,7 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 		row("deleting all (empty)", func(r *crdsResult) float64 { return r.DeleteSec }, 1, " s", "≤ 30 s", le(30))
 		p("%s\n", t)
 		for _, k := range rounds[len(rounds)-1].Kubectl {
-			p("- `kubectl %s` (last round, all installed): %s in %.0f ms — `%s`\n", strings.Join(k.Args, " "), okText(k.OK), k.Ms, strings.ReplaceAll(truncate([]byte(k.Output), 160), "\n", " | "))
+			p("- `kubectl %s` (last round, all installed): %s in %.0f ms — `%s`\n", strings.Join(k.Args, " "), map[bool]string{true: "ok", false: "failed"}[k.OK], k.Ms, strings.ReplaceAll(truncate([]byte(k.Output), 160), "\n", " | "))
 			if !k.OK {
 				fails = append(fails, "thousands of CRDs: kubectl "+strings.Join(k.Args, " ")+" failed")
 			}
@@ -844,28 +838,4 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 		p("%s\nLoad at the start and end: crdserver %s → %s; kube-apiserver %s → %s.\n\n", t, sub.Load, sub.LoadEnd, kube.Load, kube.LoadEnd)
 	}
 	return fails
-}
-
-func okText(ok bool) string {
-	if ok {
-		return "ok"
-	}
-	return "failed"
-}
-
-func firstCorpus(rounds []*crdsResult, sub *crdsResult) string {
-	if len(rounds) > 0 {
-		return filepath.Base(rounds[0].Corpus)
-	}
-	return filepath.Base(sub.Corpus)
-}
-
-func firstSettle(rounds []*crdsResult, sub *crdsResult) string {
-	s := 0.0
-	if len(rounds) > 0 {
-		s = rounds[0].SettleSec
-	} else {
-		s = sub.SettleSec
-	}
-	return fmt.Sprintf("%.0f s", s)
 }
