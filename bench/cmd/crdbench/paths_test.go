@@ -2,7 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -148,5 +153,60 @@ func TestPathsReportCells(t *testing.T) {
 	}
 	if v := (pathsSide{why: "not measured"}).cell(pathsRows("list"), list, 1, ""); v.ok || v.String() != "not measured" {
 		t.Fatalf("missing side %q", v)
+	}
+}
+
+// walk follows continue tokens, and fails a walk that sees an item twice
+// or misses one.
+func TestWalk(t *testing.T) {
+	items := []string{"a", "b", "c", "d", "e"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		from, _ := strconv.Atoi(r.URL.Query().Get("continue"))
+		if limit == 0 {
+			limit = len(items)
+		}
+		to := min(from+limit, len(items))
+		l := map[string]any{"kind": "PathItemList", "metadata": map[string]any{}, "items": []any{}}
+		for _, nm := range items[from:to] {
+			l["items"] = append(l["items"].([]any), map[string]any{"metadata": map[string]any{"name": nm}})
+		}
+		if to < len(items) {
+			l["metadata"] = map[string]any{"continue": strconv.Itoa(to)}
+		}
+		_ = json.NewEncoder(w).Encode(l)
+	}))
+	defer srv.Close()
+	p := &pathsRun{pathsResult: &pathsResult{pathsOpts: pathsOpts{N: 5}}, ctx: context.Background(), c: &client{hc: srv.Client(), base: srv.URL}, base: srv.URL}
+	for _, limit := range []int{0, 2} {
+		w, f := p.walk(srv.URL+"/items", limit)
+		if f != nil || w.Items != 5 || w.Pages != map[int]int{0: 1, 2: 3}[limit] || w.status != 200 {
+			t.Errorf("limit %d: %+v %+v", limit, w, f)
+		}
+	}
+	items = []string{"a", "b", "b", "c", "d"}
+	if _, f := p.walk(srv.URL+"/items", 2); f == nil || !strings.Contains(f.Error, "page 2: wrong answer: item b twice") {
+		t.Errorf("duplicate: %+v", f)
+	}
+	items, p.N = []string{"a", "b", "c", "d"}, 6
+	if _, f := p.walk(srv.URL+"/items", 0); f == nil || !strings.Contains(f.Error, "saw 4 items, want 6") {
+		t.Errorf("missing: %+v", f)
+	}
+}
+
+// A flag out of its range is refused, naming it.
+func TestRanges(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	var n int
+	check := ranges(fs.IntVar, ranged[int]{&n, "n", 5, 1, 10, ""})
+	if err := check(); err != nil || n != 5 {
+		t.Fatalf("default: %v %d", err, n)
+	}
+	_ = fs.Parse([]string{"-n", "11"})
+	if err := check(); err == nil || err.Error() != "need 1 <= -n <= 10" {
+		t.Fatalf("11: %v", err)
+	}
+	if dig(map[string]any{"a": map[string]any{"b": 1.0}}, "a", "b") != 1.0 || dig(nil, "a", "b") != nil {
+		t.Fatal("dig")
 	}
 }
