@@ -119,7 +119,7 @@ func runStart(args []string) error {
 	}
 	c.hc.Timeout = time.Second
 	res := &startResult{Name: *name, Command: fs.Args(), IdleSec: idle.Seconds()}
-	out := io.Writer(io.Discard)
+	out := io.Discard
 	if *logFile != "" {
 		f, err := os.Create(*logFile)
 		if err != nil {
