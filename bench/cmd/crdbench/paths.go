@@ -1297,16 +1297,13 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 		return nil
 	}
 	first := cmp.Or(c.res, r.res)
-	sides := []struct {
-		name string
-		s    pathsSide
-	}{{"crdserver", c}, {"reference", r}}
+	names := []string{"crdserver", "reference"}
 	var rss, rounds []string
-	for _, x := range sides {
-		if x.s.res != nil {
-			rounds = append(rounds, fmt.Sprintf("%s %d", x.name, len(x.s.res.RoundsData)))
-			if len(x.s.res.RSSProcs) > 0 {
-				rss = append(rss, fmt.Sprintf("%s: %s", x.name, strings.Join(x.s.res.RSSProcs, " + ")))
+	for i, s := range []pathsSide{c, r} {
+		if s.res != nil {
+			rounds = append(rounds, fmt.Sprintf("%s %d", names[i], len(s.res.RoundsData)))
+			if len(s.res.RSSProcs) > 0 {
+				rss = append(rss, fmt.Sprintf("%s: %s", names[i], strings.Join(s.res.RSSProcs, " + ")))
 			}
 		}
 	}
@@ -1325,14 +1322,14 @@ func pathsReport(dir string, p func(string, ...any)) (fails []string) {
 	p("%s\n", t)
 	pathsNotes(p, r, first, nObj)
 	pathsRounds(p, c, r, first)
-	for _, x := range sides {
-		if res := x.s.res; res != nil {
-			p("- %s (%s, %s, run `%s`): load average (1/5/15 min) %s at the start, %s at the end", x.name, res.Server, res.Protocol, res.RunID, res.LoadStart, res.LoadEnd)
+	for i, s := range []pathsSide{c, r} {
+		if res := s.res; res != nil {
+			p("- %s (%s, %s, run `%s`): load average (1/5/15 min) %s at the start, %s at the end", names[i], res.Server, res.Protocol, res.RunID, res.LoadStart, res.LoadEnd)
 			if len(res.Cleanup) > 0 {
 				p("; cleanup: %s", strings.Join(res.Cleanup, "; "))
 			}
 			p(".\n")
-			fails = append(fails, workloadFailures(x.name, "paths", res.Error, res.Failures)...)
+			fails = append(fails, workloadFailures(names[i], "paths", res.Error, res.Failures)...)
 		}
 	}
 	p("\n")
@@ -1373,41 +1370,26 @@ func pathsRounds(p func(string, ...any), c, r pathsSide, first *pathsResult) {
 		head = append(head, "watch p99, "+commas(nw))
 	}
 	t := newTable(append(head, "CRD delete → collection 404", "first create", "edit → first list", "flip → first list", "RSS", "wall", "load after")...)
-	f1 := func(v float64, ok bool, unit string) string {
+	// or is the cell of format and a when ok, else "–".
+	or := func(ok bool, format string, a ...any) string {
 		if !ok {
 			return "–"
 		}
-		return fmt.Sprintf("%.1f%s", v, unit)
+		return fmt.Sprintf(format, a...)
 	}
-	for _, x := range []struct {
-		name string
-		s    pathsSide
-	}{{"crdserver", c}, {"reference", r}} {
-		if x.s.res == nil {
-			continue
-		}
-		for _, rd := range x.s.res.RoundsData {
-			cells := []any{x.name, rd.Round, "–"}
-			if rd.Creates != nil {
-				cells[2] = fmt.Sprintf("%.0f", rd.Creates.PerSecond)
-			}
-			cells = append(cells, f1(rd.ListMedianMs, rd.ListMedianMs > 0, " ms"), f1(rd.WalkMedianMs, rd.WalkMedianMs > 0, " ms"))
+	for i, s := range []pathsSide{c, r} {
+		for _, rd := range orZero(s.res).RoundsData {
+			cells := []any{[]string{"crdserver", "reference"}[i], rd.Round, or(rd.Creates != nil, "%.0f", orZero(rd.Creates).PerSecond),
+				or(rd.ListMedianMs > 0, "%.1f ms", rd.ListMedianMs), or(rd.WalkMedianMs > 0, "%.1f ms", rd.WalkMedianMs)}
 			for _, nw := range first.Watchers {
 				wr := orZero(watchOf(&rd, nw))
-				switch {
-				case wr.Delivered == 0:
-					cells = append(cells, "–")
-				case wr.Missed > 0:
-					cells = append(cells, fmt.Sprintf("%.1f ms (%d missed)", wr.P99Ms, wr.Missed))
-				default:
-					cells = append(cells, fmt.Sprintf("%.1f ms", wr.P99Ms))
+				miss := ""
+				if wr.Missed > 0 {
+					miss = fmt.Sprintf(" (%d missed)", wr.Missed)
 				}
+				cells = append(cells, or(wr.Delivered > 0, "%.1f ms%s", wr.P99Ms, miss))
 			}
-			del := "–"
-			if rd.Delete != nil {
-				del = fmt.Sprintf("%.2f s", rd.Delete.CollectionGoneMs/1000)
-			}
-			cells = append(cells, del, f1(rd.FirstCreateMs, len(rd.FirstCreates) > 0, " ms"))
+			cells = append(cells, or(rd.Delete != nil, "%.2f s", orZero(rd.Delete).CollectionGoneMs/1000), or(len(rd.FirstCreates) > 0, "%.1f ms", rd.FirstCreateMs))
 			for _, step := range []string{"edit", "flip"} {
 				_, l := convStep(rd.Conv, step)
 				switch {
@@ -1419,7 +1401,7 @@ func pathsRounds(p func(string, ...any), c, r pathsSide, first *pathsResult) {
 					cells = append(cells, fmt.Sprintf("HTTP %d, a 200 after %.1f ms (%d calls)", l.Status, l.UntilOKMs, l.Webhook.Calls))
 				}
 			}
-			t.row(append(cells, f1(rd.RSSMiB, len(rd.RSS) > 0, " MiB"), fmt.Sprintf("%.0f s", rd.WallSec), fmt.Sprintf("%.2f", rd.Load1))...)
+			t.row(append(cells, or(len(rd.RSS) > 0, "%.1f MiB", rd.RSSMiB), fmt.Sprintf("%.0f s", rd.WallSec), fmt.Sprintf("%.2f", rd.Load1))...)
 		}
 	}
 	p("%s\n", t)
