@@ -281,7 +281,7 @@ func (c *client) getCRD(ctx context.Context, name string) (map[string]any, int, 
 func (c *client) waitCRD(ctx context.Context, name string, t0 time.Time, timeout, interval time.Duration, cond func(map[string]any) bool) (time.Duration, int, error) {
 	var last string
 	polls, met := 0, false
-	poll(timeout, interval, func() bool {
+	pollUntil(timeout, interval, func() bool {
 		polls++
 		crd, code, b, err := c.getCRD(ctx, name)
 		switch {
@@ -311,8 +311,8 @@ func (c *client) waitEstablished(ctx context.Context, name string, timeout time.
 
 // crdEstablished reports whether a CRD (decoded JSON) is Established.
 func crdEstablished(crd map[string]any) bool {
-	conds, _ := dig(crd, "status", "conditions").([]any)
-	return slices.ContainsFunc(conds, func(c any) bool { return dig(c, "type") == "Established" && dig(c, "status") == "True" })
+	conds, _ := jsonPath(crd, "status", "conditions").([]any)
+	return slices.ContainsFunc(conds, func(c any) bool { return jsonPath(c, "type") == "Established" && jsonPath(c, "status") == "True" })
 }
 
 // deleteAndWait DELETEs url and polls it every 250 ms until it answers 404,
@@ -325,7 +325,7 @@ func (c *client) deleteAndWait(what, url string, wait time.Duration) string {
 	if err != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
 		return fmt.Sprintf("DELETE %s: HTTP %d %v %s", what, code, err, truncate(b, 300))
 	}
-	if poll(wait, 250*time.Millisecond, func() bool {
+	if pollUntil(wait, 250*time.Millisecond, func() bool {
 		code, _, err := c.do(ctx, http.MethodGet, url, nil)
 		return err == nil && code == http.StatusNotFound
 	}) {

@@ -59,13 +59,13 @@ func readCorpus(file string, limit int) ([]corpusCRD, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", nf.Name, err)
 		}
-		str := func(keys ...string) string { s, _ := dig(body, keys...).(string); return s }
+		str := func(keys ...string) string { s, _ := jsonPath(body, keys...).(string); return s }
 		c := corpusCRD{Name: str("metadata", "name"), Group: str("spec", "group"), Plural: str("spec", "names", "plural"),
 			Kind: str("spec", "names", "kind"), Namespaced: str("spec", "scope") == "Namespaced", Body: body}
-		versions, _ := dig(body, "spec", "versions").([]any)
+		versions, _ := jsonPath(body, "spec", "versions").([]any)
 		for _, v := range versions {
-			if dig(v, "storage") == true {
-				c.Version, _ = dig(v, "name").(string)
+			if jsonPath(v, "storage") == true {
+				c.Version, _ = jsonPath(v, "name").(string)
 			}
 		}
 		if c.Name == "" || c.Version == "" {
@@ -95,17 +95,17 @@ func (c corpusCRD) object(name string) []byte {
 		md["namespace"] = "default"
 	}
 	obj := map[string]any{}
-	if root, _ := dig(crdVersion(c.Body, c.Version), "schema", "openAPIV3Schema").(map[string]any); root != nil {
+	if root, _ := jsonPath(crdVersion(c.Body, c.Version), "schema", "openAPIV3Schema").(map[string]any); root != nil {
 		obj, _ = minimalValue(root, 0).(map[string]any)
-		if spec, ok := dig(root, "properties", "spec").(map[string]any); ok {
+		if spec, ok := jsonPath(root, "properties", "spec").(map[string]any); ok {
 			sv, _ := obj["spec"].(map[string]any)
 			if sv == nil {
 				sv, _ = minimalValue(spec, 1).(map[string]any)
 			}
-			if dig(spec, "properties", "managementPolicies") != nil {
+			if jsonPath(spec, "properties", "managementPolicies") != nil {
 				sv["managementPolicies"] = []string{"Observe"}
 			}
-			if dig(spec, "properties", "forProvider") != nil && sv["forProvider"] == nil {
+			if jsonPath(spec, "properties", "forProvider") != nil && sv["forProvider"] == nil {
 				sv["forProvider"] = map[string]any{}
 			}
 			obj["spec"] = sv
@@ -131,7 +131,7 @@ func minimalValue(s map[string]any, depth int) any {
 			if depth == 0 && (name == "apiVersion" || name == "kind" || name == "metadata") {
 				continue
 			}
-			if p, ok := dig(s, "properties", name).(map[string]any); ok && depth < 20 {
+			if p, ok := jsonPath(s, "properties", name).(map[string]any); ok && depth < 20 {
 				out[name] = minimalValue(p, depth+1)
 			}
 		}
@@ -162,9 +162,9 @@ func (c corpusCRD) reapplied(rv, mark string) []byte {
 	b, _ := json.Marshal(c.Body)
 	_ = json.Unmarshal(b, &body)
 	body["metadata"].(map[string]any)["resourceVersion"] = rv
-	versions, _ := dig(body, "spec", "versions").([]any)
+	versions, _ := jsonPath(body, "spec", "versions").([]any)
 	for _, v := range versions {
-		if root, _ := dig(v, "schema", "openAPIV3Schema").(map[string]any); root != nil {
+		if root, _ := jsonPath(v, "schema", "openAPIV3Schema").(map[string]any); root != nil {
 			d, _ := root["description"].(string)
 			root["description"] = d + " (" + mark + ")"
 		}
@@ -695,7 +695,7 @@ func (r *crdsResult) reapplyAll(ctx context.Context, l *client, w *crdWatch, crd
 	// The new schema is what the server publishes: the last CRD's
 	// document has the new description.
 	last := crds[len(crds)-1]
-	r.ReapplyServedOK = poll(2*time.Minute, 200*time.Millisecond, func() bool {
+	r.ReapplyServedOK = pollUntil(2*time.Minute, 200*time.Millisecond, func() bool {
 		b, _, err := l.getOK("", l.base+"/openapi/v3/apis/"+last.Group+"/"+last.Version, "application/json")
 		return err == nil && bytes.Contains(b, []byte(mark))
 	})
@@ -707,7 +707,7 @@ func (r *crdsResult) reapplyAll(ctx context.Context, l *client, w *crdWatch, crd
 			return fmt.Errorf("creating in %s: HTTP %d %s %s", f.Path, f.Status, f.Error, f.Body)
 		}
 	}
-	poll(30*time.Second, 50*time.Millisecond, func() bool {
+	pollUntil(30*time.Second, 50*time.Millisecond, func() bool {
 		r.WatchesHeard = 0
 		for _, ow := range open {
 			if ow.heard.Load() {

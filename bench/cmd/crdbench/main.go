@@ -127,9 +127,9 @@ type ranged[T int | time.Duration] struct {
 	use         string
 }
 
-// ranges defines flags with define (fs.IntVar, fs.DurationVar); the func
+// rangedFlags defines flags with define (fs.IntVar, fs.DurationVar); the func
 // it returns checks them, after fs.Parse.
-func ranges[T int | time.Duration](define func(*T, string, T, string), fl ...ranged[T]) func() error {
+func rangedFlags[T int | time.Duration](define func(*T, string, T, string), fl ...ranged[T]) func() error {
 	for _, f := range fl {
 		define(f.v, f.name, f.def, f.use)
 	}

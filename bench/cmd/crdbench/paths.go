@@ -229,8 +229,8 @@ func hexPad(i, n int) string {
 	return string(d)
 }
 
-// dig is the value at a path of keys in decoded JSON, or nil.
-func dig(v any, keys ...string) any {
+// jsonPath is the value at a path of keys in decoded JSON, or nil.
+func jsonPath(v any, keys ...string) any {
 	for _, k := range keys {
 		m, _ := v.(map[string]any)
 		v = m[k]
@@ -242,7 +242,7 @@ func dig(v any, keys ...string) any {
 func withLabel(crd []byte, runID string) []byte {
 	var m map[string]any
 	_ = json.Unmarshal(crd, &m)
-	md, _ := dig(m, "metadata").(map[string]any)
+	md, _ := jsonPath(m, "metadata").(map[string]any)
 	if md == nil {
 		return crd
 	}
@@ -252,18 +252,18 @@ func withLabel(crd []byte, runID string) []byte {
 }
 
 func crdGeneration(crd map[string]any) int64 {
-	g, _ := dig(crd, "metadata", "generation").(float64)
+	g, _ := jsonPath(crd, "metadata", "generation").(float64)
 	return int64(g)
 }
 
 func crdConversion(crd map[string]any) string {
-	s, _ := dig(crd, "spec", "conversion", "strategy").(string)
+	s, _ := jsonPath(crd, "spec", "conversion", "strategy").(string)
 	return s
 }
 
 // crdVersion is version v of a CRD (decoded JSON), or nil.
 func crdVersion(crd map[string]any, v string) map[string]any {
-	versions, _ := dig(crd, "spec", "versions").([]any)
+	versions, _ := jsonPath(crd, "spec", "versions").([]any)
 	for _, x := range versions {
 		if vm, _ := x.(map[string]any); vm["name"] == v {
 			return vm
@@ -275,7 +275,7 @@ func crdVersion(crd map[string]any, v string) map[string]any {
 // crdHasColumn reports whether version v of a CRD has a printer column.
 func crdHasColumn(crd map[string]any, v, column string) bool {
 	cols, _ := crdVersion(crd, v)["additionalPrinterColumns"].([]any)
-	return slices.ContainsFunc(cols, func(c any) bool { return dig(c, "name") == column })
+	return slices.ContainsFunc(cols, func(c any) bool { return jsonPath(c, "name") == column })
 }
 
 // addColumn adds a printer column to version v of a CRD (decoded JSON).
@@ -407,7 +407,7 @@ func runPaths(args []string) error {
 	t.register(fs)
 	var o pathsOpts
 	bodyBytes := 0
-	checkInts := ranges(fs.IntVar,
+	checkInts := rangedFlags(fs.IntVar,
 		ranged[int]{&o.N, "n", 10000, 1, 100000, "objects stored per round (lists, walks, memory, the CRD deleted, the conversion CRD)"},
 		ranged[int]{&o.Rounds, "rounds", 3, 1, 20, "rounds; the report gives the median over them"},
 		ranged[int]{&o.Creates, "creates", 5000, 1, 100000, "of the n creates, how many are measured (the first ones)"},
@@ -420,7 +420,7 @@ func runPaths(args []string) error {
 		ranged[int]{&o.WatchUpdates, "watch-updates", 100, 1, 10000, "merge patches made while the watches run"},
 		ranged[int]{&o.FreshCRDs, "fresh-crds", 3, 0, 50, "first create after Established: fresh CRDs per round"},
 		ranged[int]{&bodyBytes, "body-bytes", 1024, 0, 1 << 20, "size of each create body (padded with spec.data)"})
-	checkDurations := ranges(fs.DurationVar,
+	checkDurations := rangedFlags(fs.DurationVar,
 		ranged[time.Duration]{&o.interval, "watch-interval", 50 * time.Millisecond, 0, 10 * time.Second, "one patch sent this often (sequential)"},
 		ranged[time.Duration]{&o.watchWait, "watch-wait", 30 * time.Second, time.Second, 10 * time.Minute, "after the last patch, how long to wait for the last deliveries"},
 		ranged[time.Duration]{&o.settle, "settle", 0, 0, time.Minute, "pause after a CRD is Established before its objects are created (the reference needs 2s)"},
@@ -1039,8 +1039,8 @@ func (s pathsSide) cell(rows []string, f func(*pathsRound) (float64, bool), prec
 // pathsRows is the row keys a figure depends on (pathsRun.fail's names).
 func pathsRows(rows ...string) []string { return rows }
 
-// at is the figure f of what get picks of a round, when there is one.
-func at[T any](get func(*pathsRound) *T, f func(*T) float64) func(*pathsRound) (float64, bool) {
+// partFig is the figure f of what get picks of a round, when there is one.
+func partFig[T any](get func(*pathsRound) *T, f func(*T) float64) func(*pathsRound) (float64, bool) {
 	return func(rd *pathsRound) (float64, bool) {
 		if x := get(rd); x != nil {
 			return f(x), true
@@ -1049,8 +1049,8 @@ func at[T any](get func(*pathsRound) *T, f func(*T) float64) func(*pathsRound) (
 	}
 }
 
-// last is the last element of s, or nil.
-func last[T any](s []T) *T {
+// lastOf is the last element of s, or nil.
+func lastOf[T any](s []T) *T {
 	if len(s) == 0 {
 		return nil
 	}
@@ -1058,7 +1058,7 @@ func last[T any](s []T) *T {
 }
 
 func phaseFig(get func(*pathsRound) *phase, f func(*phase) float64) func(*pathsRound) (float64, bool) {
-	return at(func(rd *pathsRound) *phase {
+	return partFig(func(rd *pathsRound) *phase {
 		if p := get(rd); p != nil && p.Requests > 0 {
 			return p
 		}
@@ -1127,7 +1127,7 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 	}
 
 	lastList := func(f func(*gzipList) float64) figure {
-		return at(func(rd *pathsRound) *gzipList { return last(rd.Lists) }, f)
+		return partFig(func(rd *pathsRound) *gzipList { return lastOf(rd.Lists) }, f)
 	}
 	rowsOf("3", k("list"), spec{fmt.Sprintf("full list of %s objects, `Accept-Encoding: gzip`, until read and decompressed (median of %d per round)", nObj, first.Lists), true,
 		func(rd *pathsRound) (float64, bool) { return rd.ListMedianMs, rd.ListMedianMs > 0 }, 1, " ms"},
@@ -1149,7 +1149,7 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 	})
 
 	lastWalk := func(f func(*pageWalk) float64) figure {
-		return at(func(rd *pathsRound) *pageWalk { return last(rd.Walks) }, f)
+		return partFig(func(rd *pathsRound) *pageWalk { return lastOf(rd.Walks) }, f)
 	}
 	rowsOf("4", k("pages"), spec{fmt.Sprintf("paged list, `limit=%d`, walk of all %s objects by `continue` (gzip as above): time per walk (median of %d per round)", first.PageLimit, nObj, first.Walks), true,
 		func(rd *pathsRound) (float64, bool) { return rd.WalkMedianMs, rd.WalkMedianMs > 0 }, 1, " ms"},
@@ -1166,7 +1166,7 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 
 	for _, nw := range first.Watchers {
 		of := func(f func(*watchRun) float64) figure {
-			return at(func(rd *pathsRound) *watchRun {
+			return partFig(func(rd *pathsRound) *watchRun {
 				if x := watchOf(rd, nw); x != nil && x.Delivered > 0 {
 					return x
 				}
@@ -1204,10 +1204,10 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 
 	if first.Conversion {
 		lst := func(step string, f func(*convListRun) float64) figure {
-			return at(func(rd *pathsRound) *convListRun { _, l := convStep(rd.Conv, step); return l }, f)
+			return partFig(func(rd *pathsRound) *convListRun { _, l := convStep(rd.Conv, step); return l }, f)
 		}
 		chg := func(step string, f func(*convChange) float64) figure {
-			return at(func(rd *pathsRound) *convChange { ch, _ := convStep(rd.Conv, step); return ch }, f)
+			return partFig(func(rd *pathsRound) *convChange { ch, _ := convStep(rd.Conv, step); return ch }, f)
 		}
 		calls := func(keys []string, step string) func(pathsSide) val {
 			return func(s pathsSide) val {
@@ -1251,7 +1251,7 @@ func pathsTableRows(first *pathsResult, nObj, rss string) map[string][]fig[paths
 	}
 
 	del := func(f func(*crdDeletion) float64) figure {
-		return at(func(rd *pathsRound) *crdDeletion { return rd.Delete }, f)
+		return partFig(func(rd *pathsRound) *crdDeletion { return rd.Delete }, f)
 	}
 	rowsOf("7", k("delete"), spec{fmt.Sprintf("DELETE of a CRD holding %s objects → GET of the CRD answers 404", nObj), true, del(func(x *crdDeletion) float64 { return x.GoneMs / 1000 }), 2, " s"},
 		spec{"… → GET of its collection answers 404", true, del(func(x *crdDeletion) float64 { return x.CollectionGoneMs / 1000 }), 2, " s"})

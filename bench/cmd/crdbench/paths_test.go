@@ -198,7 +198,7 @@ func TestWalk(t *testing.T) {
 func TestRanges(t *testing.T) {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	var n int
-	check := ranges(fs.IntVar, ranged[int]{&n, "n", 5, 1, 10, ""})
+	check := rangedFlags(fs.IntVar, ranged[int]{&n, "n", 5, 1, 10, ""})
 	if err := check(); err != nil || n != 5 {
 		t.Fatalf("default: %v %d", err, n)
 	}
@@ -206,7 +206,7 @@ func TestRanges(t *testing.T) {
 	if err := check(); err == nil || err.Error() != "need 1 <= -n <= 10" {
 		t.Fatalf("11: %v", err)
 	}
-	if dig(map[string]any{"a": map[string]any{"b": 1.0}}, "a", "b") != 1.0 || dig(nil, "a", "b") != nil {
+	if jsonPath(map[string]any{"a": map[string]any{"b": 1.0}}, "a", "b") != 1.0 || jsonPath(nil, "a", "b") != nil {
 		t.Fatal("dig")
 	}
 }

@@ -161,7 +161,7 @@ func runStart(args []string) error {
 				return false
 			}
 		}
-		poll(*timeout, *every, func() bool {
+		pollUntil(*timeout, *every, func() bool {
 			res.Polls++
 			if resp, err := c.hc.Get(*readyz); err == nil {
 				b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))

@@ -258,7 +258,7 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 		wr.Conns = int(dials.Load())
 	}
 	// All watches answered, or give up.
-	allOpen := poll(p.waitFor, time.Millisecond, func() bool {
+	allOpen := pollUntil(p.waitFor, time.Millisecond, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return openErr != "" || opened.Load() == int64(w) || ctx.Err() != nil
@@ -296,7 +296,7 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 		}
 	}
 	// The last deliveries.
-	poll(p.watchWait, 5*time.Millisecond, func() bool { return book.total.Load() >= int64(w*wr.WritesOK) || ctx.Err() != nil })
+	pollUntil(p.watchWait, 5*time.Millisecond, func() bool { return book.total.Load() >= int64(w*wr.WritesOK) || ctx.Err() != nil })
 	stopAll()
 	sum := book.summary()
 	wr.Expected, wr.Delivered, wr.Missed, wr.Duplicates, wr.Unexpected = sum.Expected, sum.Delivered, sum.Missed, sum.Duplicates, sum.Unexpected
