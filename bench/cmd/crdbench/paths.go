@@ -1419,42 +1419,41 @@ func watchWaitOf(r *pathsResult) string {
 // firstGetCell is the first GET of a list after a change: its time when it
 // was a 200 in every round, else what it answered.
 func firstGetCell(s pathsSide, rows []string, get func(*convPaths) *convListRun) val {
-	_, _, _, n, why := s.roundStat(rows, func(rd *pathsRound) (float64, bool) {
-		return 0, rd.Conv != nil && get(rd.Conv) != nil
-	})
+	of := func(rd *pathsRound) *convListRun {
+		if rd.Conv == nil {
+			return nil
+		}
+		return get(rd.Conv)
+	}
+	_, _, _, n, why := s.roundStat(rows, func(rd *pathsRound) (float64, bool) { return 0, of(rd) != nil })
 	if why != "" {
 		return none(why)
 	}
-	var oks []float64
+	var oks, otherMs []float64
 	var other []string
-	var otherMs []float64
 	for i := range s.res.RoundsData {
-		rd := &s.res.RoundsData[i]
-		if rd.Conv == nil || get(rd.Conv) == nil {
-			continue
-		}
-		l := get(rd.Conv)
-		if l.Status == 200 {
+		switch l := of(&s.res.RoundsData[i]); {
+		case l == nil:
+		case l.Status == 200:
 			oks = append(oks, l.Ms)
-			continue
+		default:
+			d := fmt.Sprintf("HTTP %d", l.Status)
+			if l.Message != "" {
+				d += " “" + l.Message + "”"
+			}
+			if otherMs = append(otherMs, l.Ms); !slices.Contains(other, d) {
+				other = append(other, d)
+			}
 		}
-		d := fmt.Sprintf("HTTP %d", l.Status)
-		if l.Message != "" {
-			d += " “" + l.Message + "”"
-		}
-		if !slices.Contains(other, d) {
-			other = append(other, d)
-		}
-		otherMs = append(otherMs, l.Ms)
 	}
-	if len(other) == 0 {
-		v := num(median(oks), 1, " ms")
-		if len(oks) > 1 {
-			v.unit += fmt.Sprintf(" (%.1f–%.1f)", slices.Min(oks), slices.Max(oks))
-		}
-		return v
+	if len(other) > 0 {
+		return none(fmt.Sprintf("%s in %d of %d rounds (answered in %.1f ms, median)", strings.Join(other, ", "), len(otherMs), n, median(otherMs)))
 	}
-	return none(fmt.Sprintf("%s in %d of %d rounds (answered in %.1f ms, median)", strings.Join(other, ", "), len(otherMs), n, median(otherMs)))
+	v := num(median(oks), 1, " ms")
+	if len(oks) > 1 {
+		v.unit += fmt.Sprintf(" (%.1f–%.1f)", slices.Min(oks), slices.Max(oks))
+	}
+	return v
 }
 
 // label is a table cell of text, not a figure (no ratio).
