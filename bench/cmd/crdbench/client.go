@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -275,31 +276,31 @@ func (c *client) getCRD(ctx context.Context, name string) (map[string]any, int, 
 	return crd, code, b, nil
 }
 
-// waitCRD polls a CRD every poll until cond holds, within timeout; it
+// waitCRD polls a CRD every interval until cond holds, within timeout; it
 // returns the time from t0 and the polls made.
-func (c *client) waitCRD(ctx context.Context, name string, t0 time.Time, timeout, poll time.Duration, cond func(map[string]any) bool) (time.Duration, int, error) {
-	deadline := time.Now().Add(timeout)
+func (c *client) waitCRD(ctx context.Context, name string, t0 time.Time, timeout, interval time.Duration, cond func(map[string]any) bool) (time.Duration, int, error) {
 	var last string
-	for i := 1; i <= 1_000_000; i++ {
+	polls, met := 0, false
+	pollUntil(timeout, interval, func() bool {
+		polls++
 		crd, code, b, err := c.getCRD(ctx, name)
-		if err == nil && crd != nil && cond(crd) {
-			return time.Since(t0), i, nil
-		}
 		switch {
 		case err != nil:
 			last = err.Error()
 		case crd == nil:
 			last = fmt.Sprintf("HTTP %d %s", code, truncate(b, 300))
+		case cond(crd):
+			met = true
 		default:
 			st, _ := json.Marshal(crd["status"])
 			last = "status " + truncate(st, 500)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(poll)
+		return met || ctx.Err() != nil
+	})
+	if !met {
+		return time.Since(t0), 0, fmt.Errorf("CRD %s: condition not met within %v; last: %s", name, timeout, last)
 	}
-	return time.Since(t0), 0, fmt.Errorf("CRD %s: condition not met within %v; last: %s", name, timeout, last)
+	return time.Since(t0), polls, nil
 }
 
 // waitEstablished polls a CRD every 20 ms until it is Established.
@@ -310,15 +311,8 @@ func (c *client) waitEstablished(ctx context.Context, name string, timeout time.
 
 // crdEstablished reports whether a CRD (decoded JSON) is Established.
 func crdEstablished(crd map[string]any) bool {
-	st, _ := crd["status"].(map[string]any)
-	conds, _ := st["conditions"].([]any)
-	for _, c := range conds {
-		cm, _ := c.(map[string]any)
-		if cm["type"] == "Established" && cm["status"] == "True" {
-			return true
-		}
-	}
-	return false
+	conds, _ := jsonPath(crd, "status", "conditions").([]any)
+	return slices.ContainsFunc(conds, func(c any) bool { return jsonPath(c, "type") == "Established" && jsonPath(c, "status") == "True" })
 }
 
 // deleteAndWait DELETEs url and polls it every 250 ms until it answers 404,
@@ -331,12 +325,11 @@ func (c *client) deleteAndWait(what, url string, wait time.Duration) string {
 	if err != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
 		return fmt.Sprintf("DELETE %s: HTTP %d %v %s", what, code, err, truncate(b, 300))
 	}
-	for time.Since(t0) < wait {
+	if pollUntil(wait, 250*time.Millisecond, func() bool {
 		code, _, err := c.do(ctx, http.MethodGet, url, nil)
-		if err == nil && code == http.StatusNotFound {
-			return fmt.Sprintf("%s deleted, gone after %.1f s", what, time.Since(t0).Seconds())
-		}
-		time.Sleep(250 * time.Millisecond)
+		return err == nil && code == http.StatusNotFound
+	}) {
+		return fmt.Sprintf("%s deleted, gone after %.1f s", what, time.Since(t0).Seconds())
 	}
 	return fmt.Sprintf("%s deleted, still there after %v", what, wait)
 }
@@ -355,4 +348,23 @@ func truncate(b []byte, n int) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
+}
+
+// getOK is get that wants a 200: any other answer is an error naming what.
+func (c *client) getOK(what, url, accept string) ([]byte, time.Duration, error) {
+	code, b, d, err := c.get(url, accept)
+	if err != nil || code != http.StatusOK {
+		return b, d, fmt.Errorf("%s: HTTP %d %v %s", what, code, err, truncate(b, 300))
+	}
+	return b, d, nil
+}
+
+// expect sends one request (unbounded) and wants one of the codes: any
+// other answer is a failure of phaseName.
+func (c *client) expect(phaseName, method, url string, body []byte, codes ...int) *failure {
+	code, b, err := c.do(context.Background(), method, url, body)
+	if err != nil || !slices.Contains(codes, code) {
+		return c.fail(phaseName, method, url, code, b, err)
+	}
+	return nil
 }

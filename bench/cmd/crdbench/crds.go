@@ -30,12 +30,8 @@ import (
 type corpusCRD struct {
 	Name, Group, Plural, Kind string
 	Namespaced                bool
-	// Version is the version objects are created in: the storage one.
-	Version string
-	// Versions are the names of the versions that have a schema.
-	Versions []string
-	// Body is the CRD as JSON, decoded.
-	Body map[string]any
+	Version                   string         // the storage version, objects are created in
+	Body                      map[string]any // the CRD as JSON, decoded
 }
 
 // readCorpus reads the CRDs of a .tar.zst (one CRD a YAML file), sorted by
@@ -55,34 +51,21 @@ func readCorpus(file string, limit int) ([]corpusCRD, error) {
 	}
 	out := make([]corpusCRD, 0, len(files))
 	for _, nf := range files {
+		var body map[string]any
 		j, err := yaml.YAMLToJSON(nf.Data)
+		if err == nil {
+			err = json.Unmarshal(j, &body)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", nf.Name, err)
 		}
-		var body map[string]any
-		if err := json.Unmarshal(j, &body); err != nil {
-			return nil, fmt.Errorf("%s: %w", nf.Name, err)
-		}
-		var crd struct {
-			Metadata struct{ Name string }
-			Spec     struct {
-				Group, Scope string
-				Names        struct{ Plural, Kind string }
-				Versions     []struct {
-					Name    string
-					Storage bool
-				}
-			}
-		}
-		if err := json.Unmarshal(j, &crd); err != nil {
-			return nil, fmt.Errorf("%s: %w", nf.Name, err)
-		}
-		c := corpusCRD{Name: crd.Metadata.Name, Group: crd.Spec.Group, Plural: crd.Spec.Names.Plural, Kind: crd.Spec.Names.Kind,
-			Namespaced: crd.Spec.Scope == "Namespaced", Body: body}
-		for _, v := range crd.Spec.Versions {
-			c.Versions = append(c.Versions, v.Name)
-			if v.Storage {
-				c.Version = v.Name
+		str := func(keys ...string) string { s, _ := jsonPath(body, keys...).(string); return s }
+		c := corpusCRD{Name: str("metadata", "name"), Group: str("spec", "group"), Plural: str("spec", "names", "plural"),
+			Kind: str("spec", "names", "kind"), Namespaced: str("spec", "scope") == "Namespaced", Body: body}
+		versions, _ := jsonPath(body, "spec", "versions").([]any)
+		for _, v := range versions {
+			if jsonPath(v, "storage") == true {
+				c.Version, _ = jsonPath(v, "name").(string)
 			}
 		}
 		if c.Name == "" || c.Version == "" {
@@ -112,19 +95,17 @@ func (c corpusCRD) object(name string) []byte {
 		md["namespace"] = "default"
 	}
 	obj := map[string]any{}
-	if root := c.schema(); root != nil {
+	if root, _ := jsonPath(crdVersion(c.Body, c.Version), "schema", "openAPIV3Schema").(map[string]any); root != nil {
 		obj, _ = minimalValue(root, 0).(map[string]any)
-		props, _ := root["properties"].(map[string]any)
-		if spec, ok := props["spec"].(map[string]any); ok {
+		if spec, ok := jsonPath(root, "properties", "spec").(map[string]any); ok {
 			sv, _ := obj["spec"].(map[string]any)
 			if sv == nil {
 				sv, _ = minimalValue(spec, 1).(map[string]any)
 			}
-			sp, _ := spec["properties"].(map[string]any)
-			if _, ok := sp["managementPolicies"]; ok {
+			if jsonPath(spec, "properties", "managementPolicies") != nil {
 				sv["managementPolicies"] = []string{"Observe"}
 			}
-			if _, ok := sp["forProvider"]; ok && sv["forProvider"] == nil {
+			if jsonPath(spec, "properties", "forProvider") != nil && sv["forProvider"] == nil {
 				sv["forProvider"] = map[string]any{}
 			}
 			obj["spec"] = sv
@@ -133,22 +114,6 @@ func (c corpusCRD) object(name string) []byte {
 	obj["apiVersion"], obj["kind"], obj["metadata"] = c.Group+"/"+c.Version, c.Kind, md
 	b, _ := json.Marshal(obj)
 	return b
-}
-
-// schema is the openAPIV3Schema of the CRD's storage version.
-func (c corpusCRD) schema() map[string]any {
-	spec, _ := c.Body["spec"].(map[string]any)
-	versions, _ := spec["versions"].([]any)
-	for _, v := range versions {
-		vm, _ := v.(map[string]any)
-		if vm["name"] != c.Version {
-			continue
-		}
-		sch, _ := vm["schema"].(map[string]any)
-		root, _ := sch["openAPIV3Schema"].(map[string]any)
-		return root
-	}
-	return nil
 }
 
 // minimalValue is the least value of a schema: an object of its required
@@ -160,14 +125,13 @@ func minimalValue(s map[string]any, depth int) any {
 	switch s["type"] {
 	case "object":
 		out := map[string]any{}
-		props, _ := s["properties"].(map[string]any)
 		req, _ := s["required"].([]any)
 		for _, r := range req {
 			name, _ := r.(string)
 			if depth == 0 && (name == "apiVersion" || name == "kind" || name == "metadata") {
 				continue
 			}
-			if p, ok := props[name].(map[string]any); ok && depth < 20 {
+			if p, ok := jsonPath(s, "properties", name).(map[string]any); ok && depth < 20 {
 				out[name] = minimalValue(p, depth+1)
 			}
 		}
@@ -190,44 +154,23 @@ func minimalValue(s map[string]any, depth int) any {
 	return map[string]any{}
 }
 
-// reapplied is the CRD with a changed description at the root of every
-// version's schema, as a provider upgrade changes every schema, at
-// resourceVersion rv.
+// reapplied is the CRD at resourceVersion rv with a changed description at
+// the root of every version's schema, as a provider upgrade changes every
+// schema.
 func (c corpusCRD) reapplied(rv, mark string) []byte {
-	body := deepCopyJSON(c.Body).(map[string]any)
-	md, _ := body["metadata"].(map[string]any)
-	md["resourceVersion"] = rv
-	spec, _ := body["spec"].(map[string]any)
-	versions, _ := spec["versions"].([]any)
+	var body map[string]any
+	b, _ := json.Marshal(c.Body)
+	_ = json.Unmarshal(b, &body)
+	body["metadata"].(map[string]any)["resourceVersion"] = rv
+	versions, _ := jsonPath(body, "spec", "versions").([]any)
 	for _, v := range versions {
-		vm, _ := v.(map[string]any)
-		sch, _ := vm["schema"].(map[string]any)
-		root, _ := sch["openAPIV3Schema"].(map[string]any)
-		if root != nil {
+		if root, _ := jsonPath(v, "schema", "openAPIV3Schema").(map[string]any); root != nil {
 			d, _ := root["description"].(string)
 			root["description"] = d + " (" + mark + ")"
 		}
 	}
-	b, _ := json.Marshal(body)
+	b, _ = json.Marshal(body)
 	return b
-}
-
-func deepCopyJSON(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(v))
-		for k, x := range v {
-			m[k] = deepCopyJSON(x)
-		}
-		return m
-	case []any:
-		s := make([]any, len(v))
-		for i, x := range v {
-			s[i] = deepCopyJSON(x)
-		}
-		return s
-	}
-	return v
 }
 
 // crdState is what the CRD watch knows of one CRD.
@@ -243,49 +186,37 @@ type crdWatch struct {
 	mu      sync.Mutex
 	crds    map[string]crdState
 	changed chan struct{} // closed and replaced on every event
-	events  atomic.Int64
-}
-
-func newCRDWatch(l *client) *crdWatch {
-	return &crdWatch{l: l, crds: map[string]crdState{}, changed: make(chan struct{})}
 }
 
 // run lists the CRDs, then watches them until ctx ends.
 func (w *crdWatch) run(ctx context.Context, ready chan<- error) {
-	base := w.l.base + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-	code, b, err := w.l.do(context.Background(), http.MethodGet, base, nil)
-	if err == nil && code != http.StatusOK {
-		err = fmt.Errorf("listing CRDs: HTTP %d: %s", code, truncate(b, 500))
-	}
 	var list struct {
 		Metadata struct{ ResourceVersion string }
 		Items    []json.RawMessage
 	}
+	b, _, err := w.l.getOK("listing CRDs", w.l.base+crdPath, "application/json")
 	if err == nil {
 		err = json.Unmarshal(b, &list)
 	}
-	if err != nil {
-		ready <- err
+	if ready <- err; err != nil {
 		return
 	}
 	for _, it := range list.Items {
 		w.apply("ADDED", it)
 	}
 	rv := list.Metadata.ResourceVersion
-	ready <- nil
 	for ctx.Err() == nil {
-		resp, err := w.l.send(ctx, http.MethodGet, base+"?watch=1&allowWatchBookmarks=true&resourceVersion="+rv, nil)
+		resp, err := w.l.send(ctx, http.MethodGet, w.l.base+crdPath+"?watch=1&allowWatchBookmarks=true&resourceVersion="+rv, nil)
 		if err != nil {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		dec := json.NewDecoder(resp.Body)
-		for {
+		for dec := json.NewDecoder(resp.Body); ; {
 			var ev struct {
 				Type   string
 				Object json.RawMessage
 			}
-			if err := dec.Decode(&ev); err != nil {
+			if dec.Decode(&ev) != nil {
 				break
 			}
 			if r := w.apply(ev.Type, ev.Object); r != "" {
@@ -307,37 +238,29 @@ func (w *crdWatch) apply(typ string, raw json.RawMessage) string {
 			Conditions []struct{ Type, Status string }
 		}
 	}
-	if json.Unmarshal(raw, &o) != nil {
-		return ""
-	}
-	if typ == "BOOKMARK" || typ == "ERROR" {
+	if json.Unmarshal(raw, &o) != nil || typ == "BOOKMARK" || typ == "ERROR" {
 		return o.Metadata.ResourceVersion
 	}
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if typ == "DELETED" {
 		delete(w.crds, o.Metadata.Name)
 	} else {
-		st := crdState{rv: o.Metadata.ResourceVersion, generation: o.Metadata.Generation}
-		for _, c := range o.Status.Conditions {
-			if c.Type == "Established" && c.Status == "True" {
-				st.established = true
-			}
-		}
-		w.crds[o.Metadata.Name] = st
+		w.crds[o.Metadata.Name] = crdState{rv: o.Metadata.ResourceVersion, generation: o.Metadata.Generation,
+			established: slices.Contains(o.Status.Conditions, struct{ Type, Status string }{"Established", "True"})}
 	}
 	close(w.changed)
 	w.changed = make(chan struct{})
-	w.mu.Unlock()
-	w.events.Add(1)
 	return o.Metadata.ResourceVersion
 }
 
-// wait waits until ok holds of the CRDs the watch knows, or timeout.
-func (w *crdWatch) wait(timeout time.Duration, ok func(map[string]crdState) bool) bool {
+// wait waits until ok holds of every CRD of crds, or timeout.
+func (w *crdWatch) wait(timeout time.Duration, crds []corpusCRD, ok func(c corpusCRD, st crdState, known bool) bool) bool {
 	deadline := time.After(timeout)
 	for {
 		w.mu.Lock()
-		done, ch := ok(w.crds), w.changed
+		done := !slices.ContainsFunc(crds, func(c corpusCRD) bool { st, known := w.crds[c.Name]; return !ok(c, st, known) })
+		ch := w.changed
 		w.mu.Unlock()
 		if done {
 			return true
@@ -356,39 +279,25 @@ func (w *crdWatch) get(name string) crdState {
 	return w.crds[name]
 }
 
-// rssSampler reads the VmRSS of processes every interval and keeps the
-// highest sum.
-type rssSampler struct {
-	pids namedPIDs
-	peak atomic.Uint64 // MiB × 1000
-	stop chan struct{}
-	done chan struct{}
-}
-
-func sampleRSS(pids namedPIDs, every time.Duration) *rssSampler {
-	s := &rssSampler{pids: pids, stop: make(chan struct{}), done: make(chan struct{})}
+// sampleRSS reads the VmRSS of processes every interval until the
+// function it returns is called, which returns the highest sum.
+func sampleRSS(pids namedPIDs, every time.Duration) func() float64 {
+	stop, done := make(chan struct{}), make(chan float64)
 	go func() {
-		defer close(s.done)
+		peak := 0.0
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			if v := uint64(sumRSS(pids) * 1000); v > s.peak.Load() {
-				s.peak.Store(v)
-			}
+			peak = max(peak, sumRSS(pids))
 			select {
-			case <-s.stop:
+			case <-stop:
+				done <- peak
 				return
 			case <-t.C:
 			}
 		}
 	}()
-	return s
-}
-
-func (s *rssSampler) end() float64 {
-	close(s.stop)
-	<-s.done
-	return float64(s.peak.Load()) / 1000
+	return func() float64 { close(stop); return <-done }
 }
 
 func sumRSS(pids namedPIDs) float64 {
@@ -475,30 +384,36 @@ type kubectlRun struct {
 	Output string   `json:"output"`
 }
 
+type crdsOptions struct {
+	conc, first, discoveries, openapiGVs, watches int
+	settle, timeout                               time.Duration
+	v2, reapply, deleteAll                        bool
+	kubectl, kubeconfig                           string
+	rss                                           namedPIDs
+}
+
 func runCRDs(args []string) error {
 	fs := flag.NewFlagSet("crds", flag.ExitOnError)
 	var t tlsFlags
 	t.register(fs)
-	var (
-		server      = fs.String("server", "", "API server base URL (loopback only)")
-		corpus      = fs.String("corpus", "/work/shared/corpora/provider-upjet-azure-crds.tar.zst", "the CRDs, a .tar.zst of YAML files")
-		limit       = fs.Int("limit", 0, "install only the first N CRDs by file name (0: all)")
-		conc        = fs.Int("concurrency", 4, "CRDs created (re-applied, deleted) at a time")
-		settle      = fs.Duration("settle", 10*time.Second, "wait before reading memory after a phase")
-		timeout     = fs.Duration("timeout", 15*time.Minute, "longest wait for all CRDs to be Established (or deleted)")
-		first       = fs.Int("first", 0, "CRDs given a first request (0: all)")
-		discoveries = fs.Int("discoveries", 5, "aggregated discovery GETs after the cold one")
-		openapiGVs  = fs.Int("openapi-gvs", 0, "group/versions whose OpenAPI v3 document is fetched cold, in a random order (0: every one of the corpus)")
-		v2          = fs.Bool("openapi-v2", true, "fetch /openapi/v2 once, after the first requests")
-		watches     = fs.Int("watches", 20, "custom resource watches kept open through the re-apply")
-		reapply     = fs.Bool("reapply", true, "re-apply every CRD with a changed description")
-		deleteAll   = fs.Bool("delete", true, "delete every CRD at the end (false: leave them installed)")
-		kubectl     = fs.String("kubectl", "", "kubectl to run api-resources, explain and create with (empty: none)")
-		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig for kubectl")
-		jsonOut     = fs.String("json", "", "write the results as JSON to this file")
-		rssPIDs     namedPIDs
-	)
-	fs.Var(&rssPIDs, "rss-pid", "name=PID of a server process whose VmRSS is read (repeatable)")
+	var o crdsOptions
+	server := fs.String("server", "", "API server base URL (loopback only)")
+	corpus := fs.String("corpus", "/work/shared/corpora/provider-upjet-azure-crds.tar.zst", "the CRDs, a .tar.zst of YAML files")
+	limit := fs.Int("limit", 0, "install only the first N CRDs by file name (0: all)")
+	jsonOut := fs.String("json", "", "write the results as JSON to this file")
+	fs.IntVar(&o.conc, "concurrency", 4, "CRDs created (re-applied, deleted) at a time")
+	fs.DurationVar(&o.settle, "settle", 10*time.Second, "wait before reading memory after a phase")
+	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "longest wait for all CRDs to be Established (or deleted)")
+	fs.IntVar(&o.first, "first", 0, "CRDs given a first request (0: all)")
+	fs.IntVar(&o.discoveries, "discoveries", 5, "aggregated discovery GETs after the cold one")
+	fs.IntVar(&o.openapiGVs, "openapi-gvs", 0, "group/versions whose OpenAPI v3 document is fetched cold, in a random order (0: every one of the corpus)")
+	fs.BoolVar(&o.v2, "openapi-v2", true, "fetch /openapi/v2 once, after the first requests")
+	fs.IntVar(&o.watches, "watches", 20, "custom resource watches kept open through the re-apply")
+	fs.BoolVar(&o.reapply, "reapply", true, "re-apply every CRD with a changed description")
+	fs.BoolVar(&o.deleteAll, "delete", true, "delete every CRD at the end (false: leave them installed)")
+	fs.StringVar(&o.kubectl, "kubectl", "", "kubectl to run api-resources, explain and create with (empty: none)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for kubectl")
+	fs.Var(&o.rss, "rss-pid", "name=PID of a server process whose VmRSS is read (repeatable)")
 	_ = fs.Parse(args)
 	l, err := connect(*server, t, 8)
 	if err != nil {
@@ -509,26 +424,10 @@ func runCRDs(args []string) error {
 	if err != nil {
 		return err
 	}
-	r := &crdsResult{Server: l.base, Corpus: *corpus, CRDs: len(crds), Concurrency: *conc, Load: loadavg(), SettleSec: settle.Seconds()}
-	err = r.run(l, crds, crdsOptions{
-		conc: *conc, settle: *settle, timeout: *timeout, first: *first, discoveries: *discoveries, openapiGVs: *openapiGVs,
-		v2: *v2, watches: *watches, reapply: *reapply, deleteAll: *deleteAll, kubectl: *kubectl, kubeconfig: *kubeconfig, rss: rssPIDs,
-	})
+	r := &crdsResult{Server: l.base, Corpus: *corpus, CRDs: len(crds), Concurrency: o.conc, Load: loadavg(), SettleSec: o.settle.Seconds()}
+	err = r.run(l, crds, o)
 	r.LoadEnd = loadavg()
 	return done(*jsonOut, r, &r.Error, nil, err)
-}
-
-type crdsOptions struct {
-	conc                int
-	settle, timeout     time.Duration
-	first               int
-	discoveries         int
-	openapiGVs          int
-	v2                  bool
-	watches             int
-	reapply, deleteAll  bool
-	kubectl, kubeconfig string
-	rss                 namedPIDs
 }
 
 // each calls f for every CRD, conc at a time, with run; it counts the
@@ -541,7 +440,7 @@ func each(ctx context.Context, crds []corpusCRD, conc int, f func(c corpusCRD) *
 func (r *crdsResult) run(l *client, crds []corpusCRD, o crdsOptions) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := newCRDWatch(l)
+	w := &crdWatch{l: l, crds: map[string]crdState{}, changed: make(chan struct{})}
 	ready := make(chan error, 1)
 	go w.run(ctx, ready)
 	if err := <-ready; err != nil {
@@ -554,30 +453,17 @@ func (r *crdsResult) run(l *client, crds []corpusCRD, o crdsOptions) error {
 	}
 	r.RSSEmpty, r.RSSEmptyMiB = readRSS(o.rss)
 
-	// Install.
 	fmt.Fprintf(os.Stderr, "crds: creating %d CRDs, %d at a time\n", len(crds), o.conc)
 	peak := sampleRSS(o.rss, 250*time.Millisecond)
 	t0 := time.Now()
 	r.CreateErrors, r.CreateFailure = each(ctx, crds, o.conc, func(c corpusCRD) *failure {
 		b, _ := json.Marshal(c.Body)
-		code, out, err := l.do(context.Background(), http.MethodPost, l.base+crdPath, b)
-		if err != nil || code != http.StatusCreated {
-			return l.fail("create", http.MethodPost, l.base+crdPath, code, out, err)
-		}
-		return nil
+		return l.expect("create", http.MethodPost, l.base+crdPath, b, http.StatusCreated)
 	})
 	r.CreatesSec = time.Since(t0).Seconds()
-	allEstablished := func(m map[string]crdState) bool {
-		for _, c := range crds {
-			if !m[c.Name].established {
-				return false
-			}
-		}
-		return true
-	}
-	ok := w.wait(o.timeout, allEstablished)
+	ok := w.wait(o.timeout, crds, func(_ corpusCRD, st crdState, _ bool) bool { return st.established })
 	r.EstablishedSec = time.Since(t0).Seconds()
-	r.RSSPeakMiB = peak.end()
+	r.RSSPeakMiB = peak()
 	for _, c := range crds {
 		if w.get(c.Name).established {
 			r.Established++
@@ -586,12 +472,10 @@ func (r *crdsResult) run(l *client, crds []corpusCRD, o crdsOptions) error {
 	if !ok {
 		return fmt.Errorf("%d of %d CRDs Established after %v", r.Established, len(crds), o.timeout)
 	}
-	fmt.Fprintf(os.Stderr, "crds: all Established after %.1f s; settling %v\n", r.EstablishedSec, o.settle)
 	time.Sleep(o.settle)
 	r.RSSInstalled, r.RSSInstalledMiB = readRSS(o.rss)
 	r.KiBPerCRD = (r.RSSInstalledMiB - r.RSSEmptyMiB) * 1024 / float64(len(crds))
 
-	// Discovery and OpenAPI.
 	if err := r.discovery(l, o.discoveries); err != nil {
 		return err
 	}
@@ -602,7 +486,6 @@ func (r *crdsResult) run(l *client, crds []corpusCRD, o crdsOptions) error {
 		r.runKubectl(o, crds)
 	}
 
-	// First requests.
 	use := crds
 	if o.first > 0 && o.first < len(use) {
 		use = use[:o.first]
@@ -610,52 +493,34 @@ func (r *crdsResult) run(l *client, crds []corpusCRD, o crdsOptions) error {
 	fmt.Fprintf(os.Stderr, "crds: a first request to %d CRDs\n", len(use))
 	peak = sampleRSS(o.rss, 250*time.Millisecond)
 	r.First = l.phase(ctx, "first-request", len(use), 1, 0, func(i int) request {
-		c := use[i]
-		return request{http.MethodPost, l.base + c.collection() + "?dryRun=All", c.object("crdbench-first"), []int{http.StatusCreated}}
+		return request{http.MethodPost, l.base + use[i].collection() + "?dryRun=All", use[i].object("crdbench-first"), []int{http.StatusCreated}}
 	}, nil)
-	r.RSSPeakUseMiB = peak.end()
+	r.RSSPeakUseMiB = peak()
 	time.Sleep(o.settle)
 	r.RSSUsed, r.RSSUsedMiB = readRSS(o.rss)
 	if o.v2 {
-		t := time.Now()
-		code, b, err := l.do(context.Background(), http.MethodGet, l.base+"/openapi/v2", nil)
-		r.OpenAPIV2Ms = ms(time.Since(t))
-		r.OpenAPIV2Bytes = len(b)
-		if err != nil || code != http.StatusOK {
-			r.OpenAPIV2Failure = fmt.Sprintf("HTTP %d %v %s", code, err, truncate(b, 300))
+		b, d, err := l.getOK("/openapi/v2", l.base+"/openapi/v2", "application/json")
+		r.OpenAPIV2Ms, r.OpenAPIV2Bytes = ms(d), len(b)
+		if err != nil {
+			r.OpenAPIV2Failure = strings.TrimPrefix(err.Error(), "/openapi/v2: ")
 		}
 		r.RSSAfterV2MiB = sumRSS(o.rss)
 	}
 
-	// Re-apply.
 	if o.reapply {
 		if err := r.reapplyAll(ctx, l, w, crds, o); err != nil {
 			return err
 		}
 	}
-
-	// Delete.
 	if !o.deleteAll {
 		return nil
 	}
 	fmt.Fprintf(os.Stderr, "crds: deleting %d CRDs\n", len(crds))
 	t0 = time.Now()
 	r.DeleteErrors, r.DeleteFailure = each(ctx, crds, o.conc, func(c corpusCRD) *failure {
-		u := l.base + crdPath + "/" + c.Name
-		code, out, err := l.do(context.Background(), http.MethodDelete, u, nil)
-		if err != nil || (code != http.StatusOK && code != http.StatusAccepted) {
-			return l.fail("delete", http.MethodDelete, u, code, out, err)
-		}
-		return nil
+		return l.expect("delete", http.MethodDelete, l.base+crdPath+"/"+c.Name, nil, http.StatusOK, http.StatusAccepted)
 	})
-	r.DeletedAll = w.wait(o.timeout, func(m map[string]crdState) bool {
-		for _, c := range crds {
-			if _, ok := m[c.Name]; ok {
-				return false
-			}
-		}
-		return true
-	})
+	r.DeletedAll = w.wait(o.timeout, crds, func(_ corpusCRD, _ crdState, known bool) bool { return !known })
 	r.DeleteSec = time.Since(t0).Seconds()
 	time.Sleep(o.settle)
 	r.RSSEndMiB = sumRSS(o.rss)
@@ -665,21 +530,21 @@ func (r *crdsResult) run(l *client, crds []corpusCRD, o crdsOptions) error {
 // aggregatedAccept asks for aggregated discovery, as kubectl does.
 const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
+// discovery times a first aggregated discovery, then the median of n more.
 func (r *crdsResult) discovery(l *client, n int) error {
 	var times []float64
 	for i := 0; i <= n; i++ {
-		code, b, d, err := l.get(l.base+"/apis", aggregatedAccept)
-		if err != nil || code != http.StatusOK {
-			return fmt.Errorf("aggregated discovery: HTTP %d %v %s", code, err, truncate(b, 300))
+		b, d, err := l.getOK("aggregated discovery", l.base+"/apis", aggregatedAccept)
+		if err != nil {
+			return err
 		}
-		if i == 0 {
-			r.DiscoveryColdMs = ms(d)
-			var list struct{ Items []json.RawMessage }
-			_ = json.Unmarshal(b, &list)
-			r.DiscoveryBytes, r.DiscoveryGroups = len(b), len(list.Items)
+		if i > 0 {
+			times = append(times, ms(d))
 			continue
 		}
-		times = append(times, ms(d))
+		var list struct{ Items []json.RawMessage }
+		_ = json.Unmarshal(b, &list)
+		r.DiscoveryColdMs, r.DiscoveryBytes, r.DiscoveryGroups = ms(d), len(b), len(list.Items)
 	}
 	r.DiscoveryMs = median(times)
 	return nil
@@ -688,9 +553,9 @@ func (r *crdsResult) discovery(l *client, n int) error {
 // openapiV3 fetches the root, then n group/versions of the corpus (0: all
 // of them), each for the first time, in a random order.
 func (r *crdsResult) openapiV3(l *client, crds []corpusCRD, n int) error {
-	code, b, d, err := l.get(l.base+"/openapi/v3", "application/json")
-	if err != nil || code != http.StatusOK {
-		return fmt.Errorf("/openapi/v3: HTTP %d %v %s", code, err, truncate(b, 300))
+	b, d, err := l.getOK("/openapi/v3", l.base+"/openapi/v3", "application/json")
+	if err != nil {
+		return err
 	}
 	r.OpenAPIRootMs = ms(d)
 	var root struct {
@@ -701,17 +566,13 @@ func (r *crdsResult) openapiV3(l *client, crds []corpusCRD, n int) error {
 	if err := json.Unmarshal(b, &root); err != nil {
 		return err
 	}
-	seen := map[string]bool{}
 	var gvs []string
 	for _, c := range crds {
-		p := "apis/" + c.Group + "/" + c.Version
-		if !seen[p] {
-			seen[p] = true
+		if p := "apis/" + c.Group + "/" + c.Version; !slices.Contains(gvs, p) {
 			gvs = append(gvs, p)
 		}
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	rng.Shuffle(len(gvs), func(i, j int) { gvs[i], gvs[j] = gvs[j], gvs[i] })
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(gvs), func(i, j int) { gvs[i], gvs[j] = gvs[j], gvs[i] })
 	if n > 0 && n < len(gvs) {
 		gvs = gvs[:n]
 	}
@@ -721,23 +582,20 @@ func (r *crdsResult) openapiV3(l *client, crds []corpusCRD, n int) error {
 		if !ok {
 			return fmt.Errorf("/openapi/v3 lists no %s", p)
 		}
-		code, b, d, err := l.get(l.base+entry.ServerRelativeURL, "application/json")
-		if err != nil || code != http.StatusOK {
-			return fmt.Errorf("%s: HTTP %d %v %s", entry.ServerRelativeURL, code, err, truncate(b, 300))
+		b, d, err := l.getOK(entry.ServerRelativeURL, l.base+entry.ServerRelativeURL, "application/json")
+		if err != nil {
+			return err
 		}
-		times = append(times, ms(d))
-		sizes = append(sizes, float64(len(b)))
+		times, sizes = append(times, ms(d)), append(sizes, float64(len(b)))
 	}
-	r.OpenAPIColdCount = len(times)
-	r.OpenAPIColdMs = median(times)
 	sorted := slices.Sorted(slices.Values(times))
-	r.OpenAPIColdP90Ms = sorted[min(len(sorted)-1, int(0.9*float64(len(sorted))))]
-	r.OpenAPIColdMaxMs = slices.Max(times)
-	r.OpenAPIColdBytes = int(median(sizes))
+	r.OpenAPIColdCount, r.OpenAPIColdMs, r.OpenAPIColdBytes = len(times), median(times), int(median(sizes))
+	r.OpenAPIColdP90Ms, r.OpenAPIColdMaxMs = sorted[min(len(sorted)-1, int(0.9*float64(len(sorted))))], slices.Max(times)
 	return nil
 }
 
-// runKubectl runs api-resources, explain and a create of a corpus kind.
+// runKubectl runs api-resources, explain, create, get and delete of a
+// corpus kind.
 func (r *crdsResult) runKubectl(o crdsOptions, crds []corpusCRD) {
 	c := crds[len(crds)/2]
 	tmp, err := os.CreateTemp("", "crdbench-object-*.json")
@@ -755,10 +613,9 @@ func (r *crdsResult) runKubectl(o crdsOptions, crds []corpusCRD) {
 		{"get", c.Plural + "." + c.Group, "-A"},
 		{"delete", "-f", tmp.Name()},
 	} {
-		full := append([]string{"--kubeconfig", o.kubeconfig, "--cache-dir", cache}, args...)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		t := time.Now()
-		out, err := exec.CommandContext(ctx, o.kubectl, full...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, o.kubectl, append([]string{"--kubeconfig", o.kubeconfig, "--cache-dir", cache}, args...)...).CombinedOutput()
 		cancel()
 		r.Kubectl = append(r.Kubectl, kubectlRun{Args: args, Ms: ms(time.Since(t)), OK: err == nil, Output: truncate(bytes.TrimSpace(out), 400)})
 	}
@@ -768,41 +625,37 @@ func (r *crdsResult) runKubectl(o crdsOptions, crds []corpusCRD) {
 // with a changed description, and checks that the watches live on.
 func (r *crdsResult) reapplyAll(ctx context.Context, l *client, w *crdWatch, crds []corpusCRD, o crdsOptions) error {
 	type openWatch struct {
-		c     corpusCRD
-		ended atomic.Bool
-		heard atomic.Bool
+		c            corpusCRD
+		ended, heard atomic.Bool
 	}
 	var open []*openWatch
-	step := max(1, len(crds)/max(1, o.watches))
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
-	for i := 0; i < len(crds) && len(open) < o.watches; i += step {
+	for i := 0; i < len(crds) && len(open) < o.watches; i += max(1, len(crds)/max(1, o.watches)) {
 		ow := &openWatch{c: crds[i]}
-		code, b, _, err := l.get(l.base+ow.c.collection(), "application/json")
-		if err != nil || code != http.StatusOK {
-			return fmt.Errorf("listing %s: HTTP %d %v %s", ow.c.collection(), code, err, truncate(b, 300))
+		u := l.base + ow.c.collection()
+		b, _, err := l.getOK("listing "+ow.c.collection(), u, "application/json")
+		if err != nil {
+			return err
 		}
 		var list struct {
 			Metadata struct{ ResourceVersion string }
 		}
 		_ = json.Unmarshal(b, &list)
-		resp, err := l.send(wctx, http.MethodGet, l.base+ow.c.collection()+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, nil)
+		resp, err := l.send(wctx, http.MethodGet, u+"?watch=1&resourceVersion="+list.Metadata.ResourceVersion, nil)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			_ = resp.Body.Close()
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
 		if err != nil {
 			return fmt.Errorf("watching %s: %v", ow.c.collection(), err)
 		}
-		if resp.StatusCode != http.StatusOK {
-			_ = resp.Body.Close()
-			return fmt.Errorf("watching %s: HTTP %d", ow.c.collection(), resp.StatusCode)
-		}
 		go func(body io.ReadCloser) {
 			defer body.Close()
-			dec := json.NewDecoder(body)
-			for {
+			for dec := json.NewDecoder(body); ; {
 				var ev struct{ Type string }
 				if err := dec.Decode(&ev); err != nil {
-					if wctx.Err() == nil {
-						ow.ended.Store(true)
-					}
+					ow.ended.Store(wctx.Err() == nil)
 					return
 				}
 				if ev.Type == "ADDED" {
@@ -822,33 +675,19 @@ func (r *crdsResult) reapplyAll(ctx context.Context, l *client, w *crdWatch, crd
 	peak := sampleRSS(o.rss, 250*time.Millisecond)
 	t0 := time.Now()
 	r.ReapplyErrors, r.ReapplyFailure = each(ctx, crds, o.conc, func(c corpusCRD) *failure {
-		u := l.base + crdPath + "/" + c.Name
-		var code int
-		var out []byte
-		var err error
+		var f *failure
+		// A 409: the names controller wrote status meanwhile, the latest
+		// resourceVersion comes with the watch.
 		for attempt := 0; attempt < 5; attempt++ {
-			code, out, err = l.do(context.Background(), http.MethodPut, u, c.reapplied(w.get(c.Name).rv, mark))
-			if err != nil || code != http.StatusConflict {
+			if f = l.expect("reapply", http.MethodPut, l.base+crdPath+"/"+c.Name, c.reapplied(w.get(c.Name).rv, mark), http.StatusOK); f == nil || f.Status != http.StatusConflict {
 				break
 			}
-			// The names controller wrote status meanwhile: the latest
-			// resourceVersion comes with the watch.
 			time.Sleep(50 * time.Millisecond)
 		}
-		if err != nil || code != http.StatusOK {
-			return l.fail("reapply", http.MethodPut, u, code, out, err)
-		}
-		return nil
+		return f
 	})
 	r.ReapplySec = time.Since(t0).Seconds()
-	ok := w.wait(o.timeout, func(m map[string]crdState) bool {
-		for _, c := range crds {
-			if st := m[c.Name]; !st.established || st.generation <= gens[c.Name] {
-				return false
-			}
-		}
-		return true
-	})
+	ok := w.wait(o.timeout, crds, func(c corpusCRD, st crdState, _ bool) bool { return st.established && st.generation > gens[c.Name] })
 	r.ReappliedSec = time.Since(t0).Seconds()
 	if !ok {
 		return fmt.Errorf("re-applied CRDs not all Established at a new generation after %v", o.timeout)
@@ -856,38 +695,27 @@ func (r *crdsResult) reapplyAll(ctx context.Context, l *client, w *crdWatch, crd
 	// The new schema is what the server publishes: the last CRD's
 	// document has the new description.
 	last := crds[len(crds)-1]
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		code, b, _, err := l.get(l.base+"/openapi/v3/apis/"+last.Group+"/"+last.Version, "application/json")
-		if err == nil && code == http.StatusOK && bytes.Contains(b, []byte(mark)) {
-			r.ReapplyServedOK = true
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	r.ReapplyServedOK = pollUntil(2*time.Minute, 200*time.Millisecond, func() bool {
+		b, _, err := l.getOK("", l.base+"/openapi/v3/apis/"+last.Group+"/"+last.Version, "application/json")
+		return err == nil && bytes.Contains(b, []byte(mark))
+	})
 	r.ReapplyServedSec = time.Since(t0).Seconds()
-	r.RSSPeakReapplyMiB = peak.end()
+	r.RSSPeakReapplyMiB = peak()
 	// Every watch still delivers.
 	for _, ow := range open {
-		u := l.base + ow.c.collection()
-		if code, out, err := l.do(context.Background(), http.MethodPost, u, ow.c.object("crdbench-watched")); err != nil || code != http.StatusCreated {
-			return fmt.Errorf("creating in %s: HTTP %d %v %s", u, code, err, truncate(out, 300))
+		if f := l.expect("", http.MethodPost, l.base+ow.c.collection(), ow.c.object("crdbench-watched"), http.StatusCreated); f != nil {
+			return fmt.Errorf("creating in %s: HTTP %d %s %s", f.Path, f.Status, f.Error, f.Body)
 		}
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		heard := 0
+	pollUntil(30*time.Second, 50*time.Millisecond, func() bool {
+		r.WatchesHeard = 0
 		for _, ow := range open {
 			if ow.heard.Load() {
-				heard++
+				r.WatchesHeard++
 			}
 		}
-		r.WatchesHeard = heard
-		if heard == len(open) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return r.WatchesHeard == len(open)
+	})
 	for _, ow := range open {
 		if ow.ended.Load() {
 			r.WatchesEnded++
@@ -907,21 +735,15 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 	slices.Sort(files)
 	var rounds []*crdsResult
 	for _, f := range files {
-		var r crdsResult
-		if err := readJSON(f, &r); err == nil {
-			rounds = append(rounds, &r)
+		if r := readSide[crdsResult]("", f).res; r != nil {
+			rounds = append(rounds, r)
 		}
 	}
-	var sub, kube *crdsResult
-	for name, dst := range map[string]**crdsResult{"crds-crdserver-subset.json": &sub, "crds-kube-subset.json": &kube} {
-		var r crdsResult
-		if err := readJSON(filepath.Join(dir, name), &r); err == nil {
-			*dst = &r
-		}
-	}
+	sub, kube := readSide[crdsResult](dir, "crds-crdserver-subset.json").res, readSide[crdsResult](dir, "crds-kube-subset.json").res
 	if len(rounds) == 0 && sub == nil {
 		return nil
 	}
+	first := append(slices.Clip(rounds), sub)[0]
 	p("## Thousands of CRDs\n\n")
 	p("`crdbench crds` (bench/crds.sh): the CRDs of a real Crossplane provider (`%s`), created 4 at a time through the API "+
 		"as JSON until a CRD watch has seen every one Established; memory (VmRSS of every process of the server) before, "+
@@ -929,7 +751,7 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 		"fetched for the first time; kubectl; one dry-run create of a minimal object of every CRD, one after another "+
 		"(each CRD's first request); `/openapi/v2`; every CRD re-applied (PUT) with a changed description in every schema, "+
 		"20 watches of custom resources open meanwhile (each then hears a create); every CRD deleted.\n\n",
-		firstCorpus(rounds, sub), firstSettle(rounds, sub))
+		filepath.Base(first.Corpus), fmt.Sprintf("%.0f s", first.SettleSec))
 	if len(rounds) > 0 {
 		p("crdserver with all %s CRDs, %d rounds (a fresh server each), the median and every round:\n\n", commas(rounds[0].CRDs), len(rounds))
 		t := newTable("what", "median", "rounds", "target")
@@ -972,7 +794,7 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 		row("deleting all (empty)", func(r *crdsResult) float64 { return r.DeleteSec }, 1, " s", "≤ 30 s", le(30))
 		p("%s\n", t)
 		for _, k := range rounds[len(rounds)-1].Kubectl {
-			p("- `kubectl %s` (last round, all installed): %s in %.0f ms — `%s`\n", strings.Join(k.Args, " "), okText(k.OK), k.Ms, strings.ReplaceAll(truncate([]byte(k.Output), 160), "\n", " | "))
+			p("- `kubectl %s` (last round, all installed): %s in %.0f ms — `%s`\n", strings.Join(k.Args, " "), map[bool]string{true: "ok", false: "failed"}[k.OK], k.Ms, strings.ReplaceAll(truncate([]byte(k.Output), 160), "\n", " | "))
 			if !k.OK {
 				fails = append(fails, "thousands of CRDs: kubectl "+strings.Join(k.Args, " ")+" failed")
 			}
@@ -1016,28 +838,4 @@ func crdsReport(dir string, p func(string, ...any)) (fails []string) {
 		p("%s\nLoad at the start and end: crdserver %s → %s; kube-apiserver %s → %s.\n\n", t, sub.Load, sub.LoadEnd, kube.Load, kube.LoadEnd)
 	}
 	return fails
-}
-
-func okText(ok bool) string {
-	if ok {
-		return "ok"
-	}
-	return "failed"
-}
-
-func firstCorpus(rounds []*crdsResult, sub *crdsResult) string {
-	if len(rounds) > 0 {
-		return filepath.Base(rounds[0].Corpus)
-	}
-	return filepath.Base(sub.Corpus)
-}
-
-func firstSettle(rounds []*crdsResult, sub *crdsResult) string {
-	s := 0.0
-	if len(rounds) > 0 {
-		s = rounds[0].SettleSec
-	} else {
-		s = sub.SettleSec
-	}
-	return fmt.Sprintf("%.0f s", s)
 }

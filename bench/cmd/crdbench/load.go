@@ -85,16 +85,15 @@ func (l *loader) list() (listSample, *failure) {
 	for attempt := 0; ; attempt++ {
 		t0 := time.Now()
 		code, b, err := l.do(context.Background(), http.MethodGet, l.coll, nil)
-		d := time.Since(t0)
+		s := listSample{Ms: ms(time.Since(t0)), Bytes: len(b), Status: code}
 		if err == nil && code == http.StatusTooManyRequests && attempt < 10 {
 			time.Sleep(time.Second)
 			continue
 		}
-		s := listSample{Ms: ms(d), Bytes: len(b), Status: code}
 		var items struct{ Items []json.RawMessage }
 		if err == nil && code == http.StatusOK {
 			if err = json.Unmarshal(b, &items); err != nil {
-				err, b = fmt.Errorf("decode: %w", err), nil
+				return s, l.fail("list", http.MethodGet, l.coll, code, nil, fmt.Errorf("decode: %w", err))
 			}
 		}
 		if err != nil || code != http.StatusOK {
@@ -139,11 +138,7 @@ func runLoad(args []string) error {
 		return err
 	}
 	base, ctx := c.base, context.Background()
-	gv := "/apis/" + *apiVersion
-	if !strings.Contains(*apiVersion, "/") {
-		gv = "/api/" + *apiVersion
-	}
-	coll := base + gv
+	coll := base + map[bool]string{true: "/apis/", false: "/api/"}[strings.Contains(*apiVersion, "/")] + *apiVersion
 	if *namespace != "" {
 		coll += "/namespaces/" + *namespace
 	}
@@ -187,11 +182,8 @@ func runLoad(args []string) error {
 
 	var creates, deletes []phase
 	for r := 1; r <= *rounds; r++ {
-		kind := "c"
-		if *rounds > 1 {
-			kind = "c" + strconv.Itoa(r)
-		}
-		log.Printf("round %d of %d: %d sequential creates", r, *rounds, *n)
+		kind := map[bool]string{true: "c" + strconv.Itoa(r), false: "c"}[*rounds > 1]
+		log.Printf("round %d of %d: %d sequential creates and deletes", r, *rounds, *n)
 		cr := c.phase(ctx, "create", *n, 1, 0, func(i int) request {
 			return request{http.MethodPost, coll, l.body(name(kind, i), i), created}
 		}, func(i int, _ bool, b []byte) {
@@ -199,7 +191,6 @@ func runLoad(args []string) error {
 				sample = b
 			}
 		})
-		log.Printf("round %d of %d: %d sequential deletes", r, *rounds, *n)
 		d := c.phase(ctx, "delete", *n, 1, 0, func(i int) request {
 			return request{http.MethodDelete, coll + "/" + name(kind, i), nil, deleted}
 		}, nil)
@@ -224,7 +215,6 @@ func runLoad(args []string) error {
 	for i := range bodies {
 		bodies[i] = l.body(name("l", i), i)
 	}
-	log.Printf("%d creates with %d workers", *listN, *conc)
 	pop := c.phase(ctx, "populate", *listN, *conc, 0, func(i int) request {
 		return request{http.MethodPost, coll, bodies[i], []int{http.StatusCreated, http.StatusConflict}}
 	}, nil)
@@ -233,17 +223,14 @@ func runLoad(args []string) error {
 		return finish(nil)
 	}
 
-	log.Printf("%d lists of the whole collection", *lists)
 	var ds []float64
 	for i := 0; i < *lists; i++ {
 		s, f := l.list()
-		res.Lists = append(res.Lists, s)
-		if f != nil {
+		if res.Lists = append(res.Lists, s); f != nil {
 			res.Failures = append(res.Failures, *f)
 			break
 		}
-		ds = append(ds, s.Ms)
-		res.ListItems, res.ListBytes = s.Items, s.Bytes
+		ds, res.ListItems, res.ListBytes = append(ds, s.Ms), s.Items, s.Bytes
 	}
 	if len(ds) > 0 {
 		res.ListMedianMs, res.ListMinMs, res.ListMaxMs = median(ds), slices.Min(ds), slices.Max(ds)
@@ -256,7 +243,6 @@ func runLoad(args []string) error {
 	res.RSSAfter, res.RSSAfterMiB = readRSS(rssPIDs)
 
 	if *cleanup {
-		log.Printf("cleanup: deleting %d objects with %d workers", *listN, *conc)
 		res.Phases = append(res.Phases, c.phase(ctx, "cleanup", *listN, *conc, 0, func(i int) request {
 			return request{http.MethodDelete, coll + "/" + name("l", i), nil, append(deleted, http.StatusNotFound)}
 		}, nil))

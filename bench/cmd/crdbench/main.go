@@ -1,61 +1,11 @@
 // Command crdbench is crdserver's whole-server benchmark. It talks to any
-// Kubernetes-style API server that serves a custom resource (crdserver or the
-// upstream apiextensions-apiserver) over plain HTTP or HTTPS, with plain
-// net/http and no client-go, and only to loopback addresses.
-//
-// Subcommands:
-//
-//	crdbench load     -server URL [TLS flags] -n 1000 -list-n 10000 -json F
-//	    waits until a CRD is Established, then: n sequential creates, the same
-//	    n sequential deletes, list-n creates with -concurrency workers, and
-//	    -lists plain GETs of the whole collection (no limit).
-//	crdbench convert  -server URL [TLS flags] -n 10000 -lists 7 -json F
-//	    webhook conversion: serves the example CronTab conversion
-//	    webhook in-process over TLS, counting its calls; creates a Webhook CRD
-//	    and a None CRD (v1beta1 storage, v1 served), n objects in v1beta1 in
-//	    each, then times GETs of each collection in v1 and in v1beta1.
-//	crdbench rules    -server URL [TLS flags] -n 10000 -rounds 3 -json F
-//	    declarative conversion (crdserver only): the CronTab list converted
-//	    by ConversionRules in process, through the example webhook, and by
-//	    None; per round, n objects in a fresh namespace in each CRD, one
-//	    cold GET of each collection in v1, then -warm warm GETs.
-//	crdbench core     -server URL [TLS flags] -pid name=PID... -json F
-//	    built-in types: n sequential ConfigMap creates and gets in a namespace
-//	    it creates, plain GETs of their collection, then -leases Leases
-//	    renewed every -lease-period for -lease-duration as client-go's leader
-//	    election renews them, with the server's CPU time and VmRSS.
-//	crdbench admission -server URL [TLS flags] -n 2000 -rounds 3 -json F
-//	    dynamic admission: per round, n creates of a custom resource with
-//	    -concurrency workers under each configuration in turn: no admission,
-//	    1 and 10 bound ValidatingAdmissionPolicies, and one validating
-//	    webhook that crdbench serves on loopback; the objects are deleted
-//	    after each, the admission objects at the end.
-//	crdbench paths    -server URL [TLS flags] -n 10000 -rounds 3 -json F
-//	    the request paths not measured elsewhere, per round
-//	    on CRDs of its own (deleted again): sequential GETs, creates with 16
-//	    workers, a full list with gzip, paged walks, watch fan-out to 200 and
-//	    1,000 watchers, deleting a CRD of n objects, the first create after
-//	    Established, the first list through a conversion webhook after a CRD
-//	    edit and after a flip None -> Webhook, and RSS with n 1-KiB objects.
-//	crdbench crds     -server URL [TLS flags] -corpus F.tar.zst -rss-pid name=PID... -json F
-//	    thousands of CRDs: a corpus installed -concurrency at a time until
-//	    all are Established, memory empty and settled, aggregated discovery
-//	    and OpenAPI v3 documents cold, a first dry-run create of every CRD
-//	    and memory after it, /openapi/v2, every CRD re-applied with a
-//	    changed description while watches stay open, and every CRD deleted.
-//	crdbench start    -readyz URL [-rss-pid name=PID]... -json F -- CMD ARGS...
-//	    launches CMD, times launch -> /readyz "ok", waits -idle, reads VmRSS
-//	    of CMD (and of the other PIDs), then stops CMD.
-//	crdbench rss      -json F name=PID...
-//	    reads VmRSS/VmHWM of running processes.
-//	crdbench freeport -n 4
-//	    prints n free loopback TCP ports.
-//	crdbench report   -dir DIR -out RESULTS.md
-//	    turns the JSON files of one run (see run.sh), and the go test -bench
-//	    output in gobench.txt, into a Markdown report.
-//
-// bench/run.sh drives all of these against crdserver and the reference
-// server; see bench/README.md.
+// Kubernetes-style API server (crdserver, the reference apiextensions-apiserver
+// or kube-apiserver) over HTTP or HTTPS with net/http, only on loopback.
+// Subcommands: load, convert, rules, core, admission, paths, crds (workloads,
+// each writing its figures as JSON with -json), start (launch → /readyz and
+// idle RSS), rss, freeport, and report (the JSON files of one run into
+// RESULTS.md). bench/run.sh drives them; bench/README.md says what each
+// measures, and `crdbench SUBCOMMAND -h` lists its flags.
 package main
 
 import (
@@ -65,48 +15,20 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"time"
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		usage()
+	cmds := map[string]func([]string) error{"load": runLoad, "convert": runConvert, "rules": runRules, "core": runCore,
+		"admission": runAdmission, "paths": runPaths, "crds": runCRDs, "start": runStart, "rss": runRSS, "freeport": runFreePort, "report": runReport}
+	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
+		fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|admission|paths|crds|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
+		os.Exit(2)
 	}
-	var err error
-	switch os.Args[1] {
-	case "load":
-		err = runLoad(os.Args[2:])
-	case "convert":
-		err = runConvert(os.Args[2:])
-	case "rules":
-		err = runRules(os.Args[2:])
-	case "core":
-		err = runCore(os.Args[2:])
-	case "admission":
-		err = runAdmission(os.Args[2:])
-	case "paths":
-		err = runPaths(os.Args[2:])
-	case "crds":
-		err = runCRDs(os.Args[2:])
-	case "start":
-		err = runStart(os.Args[2:])
-	case "rss":
-		err = runRSS(os.Args[2:])
-	case "freeport":
-		err = runFreePort(os.Args[2:])
-	case "report":
-		err = runReport(os.Args[2:])
-	default:
-		usage()
-	}
-	if err != nil {
+	if err := cmds[os.Args[1]](os.Args[2:]); err != nil {
 		fmt.Fprintln(os.Stderr, "crdbench:", err)
 		os.Exit(1)
 	}
-}
-
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|admission|paths|crds|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
-	os.Exit(2)
 }
 
 // done ends a workload's run: its error, if any, into errField; the result
@@ -195,4 +117,28 @@ func checkFlags(bs []bound) error {
 		}
 	}
 	return nil
+}
+
+// ranged is a flag with the values it may take.
+type ranged[T int | time.Duration] struct {
+	v           *T
+	name        string
+	def, lo, hi T
+	use         string
+}
+
+// rangedFlags defines flags with define (fs.IntVar, fs.DurationVar); the func
+// it returns checks them, after fs.Parse.
+func rangedFlags[T int | time.Duration](define func(*T, string, T, string), fl ...ranged[T]) func() error {
+	for _, f := range fl {
+		define(f.v, f.name, f.def, f.use)
+	}
+	return func() error {
+		for _, f := range fl {
+			if *f.v < f.lo || *f.v > f.hi {
+				return fmt.Errorf("need %v <= -%s <= %v", f.lo, f.name, f.hi)
+			}
+		}
+		return nil
+	}
 }

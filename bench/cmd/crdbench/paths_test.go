@@ -2,7 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -15,18 +20,11 @@ func TestPathsBody(t *testing.T) {
 			if len(b) != size {
 				t.Fatalf("size %d, object %d: body is %d bytes", size, i, len(b))
 			}
-			var obj struct {
-				APIVersion string `json:"apiVersion"`
-				Kind       string `json:"kind"`
-				Spec       struct {
-					Seq  *int   `json:"seq"`
-					Data string `json:"data"`
-				} `json:"spec"`
-			}
+			var obj map[string]any
 			if err := json.Unmarshal(b, &obj); err != nil {
 				t.Fatal(err)
 			}
-			if obj.APIVersion != group+"/v1" || obj.Kind != "PathItem" || obj.Spec.Seq == nil || obj.Spec.Data == "" {
+			if obj["apiVersion"] != group+"/v1" || obj["kind"] != "PathItem" || jsonPath(obj, "spec", "seq") == nil || jsonPath(obj, "spec", "data") == "" {
 				t.Fatalf("body %s", b)
 			}
 		}
@@ -45,12 +43,11 @@ func TestPathsBody(t *testing.T) {
 	if err := json.Unmarshal(pathsCRD(group, "abc123"), &crd); err != nil {
 		t.Fatal(err)
 	}
-	if crd["metadata"].(map[string]any)["name"] != pathsPlural+"."+group {
+	if jsonPath(crd, "metadata", "name") != pathsPlural+"."+group {
 		t.Fatalf("CRD name %v", crd["metadata"])
 	}
-	props := crd["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)["properties"].(map[string]any)["spec"].(map[string]any)["properties"].(map[string]any)
 	for _, f := range []string{"size", "color", "tags", "seq", "data"} {
-		if props[f] == nil {
+		if jsonPath(crdVersion(crd, "v1"), "schema", "openAPIV3Schema", "properties", "spec", "properties", f) == nil {
 			t.Fatalf("schema lacks spec.%s", f)
 		}
 	}
@@ -59,7 +56,7 @@ func TestPathsBody(t *testing.T) {
 func TestCRDHelpers(t *testing.T) {
 	var crd map[string]any
 	_ = json.Unmarshal(withLabel(crontabCRD("example.com", "https://127.0.0.1:1/convert", []byte("pem")), "run1"), &crd)
-	if l := crd["metadata"].(map[string]any)["labels"].(map[string]any)[pathsLabel]; l != "run1" {
+	if l := jsonPath(crd, "metadata", "labels", pathsLabel); l != "run1" {
 		t.Fatalf("label %v", l)
 	}
 	if crdConversion(crd) != "Webhook" {
@@ -148,5 +145,60 @@ func TestPathsReportCells(t *testing.T) {
 	}
 	if v := (pathsSide{why: "not measured"}).cell(pathsRows("list"), list, 1, ""); v.ok || v.String() != "not measured" {
 		t.Fatalf("missing side %q", v)
+	}
+}
+
+// walk follows continue tokens, and fails a walk that sees an item twice
+// or misses one.
+func TestWalk(t *testing.T) {
+	items := []string{"a", "b", "c", "d", "e"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		from, _ := strconv.Atoi(r.URL.Query().Get("continue"))
+		if limit == 0 {
+			limit = len(items)
+		}
+		to := min(from+limit, len(items))
+		l := map[string]any{"kind": "PathItemList", "metadata": map[string]any{}, "items": []any{}}
+		for _, nm := range items[from:to] {
+			l["items"] = append(l["items"].([]any), map[string]any{"metadata": map[string]any{"name": nm}})
+		}
+		if to < len(items) {
+			l["metadata"] = map[string]any{"continue": strconv.Itoa(to)}
+		}
+		_ = json.NewEncoder(w).Encode(l)
+	}))
+	defer srv.Close()
+	p := &pathsRun{pathsResult: &pathsResult{pathsOpts: pathsOpts{N: 5}}, ctx: context.Background(), c: &client{hc: srv.Client(), base: srv.URL}, base: srv.URL}
+	for _, limit := range []int{0, 2} {
+		w, f := p.walk(srv.URL+"/items", limit)
+		if f != nil || w.Items != 5 || w.Pages != map[int]int{0: 1, 2: 3}[limit] || w.status != 200 {
+			t.Errorf("limit %d: %+v %+v", limit, w, f)
+		}
+	}
+	items = []string{"a", "b", "b", "c", "d"}
+	if _, f := p.walk(srv.URL+"/items", 2); f == nil || !strings.Contains(f.Error, "page 2: wrong answer: item b twice") {
+		t.Errorf("duplicate: %+v", f)
+	}
+	items, p.N = []string{"a", "b", "c", "d"}, 6
+	if _, f := p.walk(srv.URL+"/items", 0); f == nil || !strings.Contains(f.Error, "saw 4 items, want 6") {
+		t.Errorf("missing: %+v", f)
+	}
+}
+
+// A flag out of its range is refused, naming it.
+func TestRanges(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	var n int
+	check := rangedFlags(fs.IntVar, ranged[int]{&n, "n", 5, 1, 10, ""})
+	if err := check(); err != nil || n != 5 {
+		t.Fatalf("default: %v %d", err, n)
+	}
+	_ = fs.Parse([]string{"-n", "11"})
+	if err := check(); err == nil || err.Error() != "need 1 <= -n <= 10" {
+		t.Fatalf("11: %v", err)
+	}
+	if jsonPath(map[string]any{"a": map[string]any{"b": 1.0}}, "a", "b") != 1.0 || jsonPath(nil, "a", "b") != nil {
+		t.Fatal("dig")
 	}
 }

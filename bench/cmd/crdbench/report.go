@@ -99,7 +99,6 @@ func ratio(a, b val) string {
 	return fmt.Sprintf("%.2f×", a.v/b.v)
 }
 
-// loadCell picks a value from a load phase, or says why it is missing.
 // commas writes a count as 1,000.
 func commas(n int) string {
 	s := strconv.Itoa(n)
@@ -354,24 +353,20 @@ func runReport(args []string) error {
 	p("%s\n", t)
 
 	var loadFails []string
-	for _, x := range []struct {
-		name string
-		s    side
-	}{{"crdserver", c}, {"reference", r}} {
-		for _, st := range x.s.starts {
+	for _, s := range []side{c, r} {
+		for _, st := range s.starts {
 			if st.Error != "" {
-				loadFails = append(loadFails, fmt.Sprintf("- %s start: %s\n", x.name, st.Error))
+				loadFails = append(loadFails, fmt.Sprintf("- %s start: %s\n", s.name, st.Error))
 			}
 		}
-		switch {
-		case x.s.load == nil:
-			loadFails = append(loadFails, fmt.Sprintf("- %s load: %s\n", x.name, x.s.loadErr))
-		case x.s.load.Error != "":
-			loadFails = append(loadFails, fmt.Sprintf("- %s load: %s\n", x.name, x.s.load.Error))
+		if s.load == nil {
+			loadFails = append(loadFails, fmt.Sprintf("- %s load: %s\n", s.name, s.loadErr))
+			continue
 		}
-		if x.s.load != nil {
-			loadFails = append(loadFails, failureLines(x.name+", phase", x.s.load.Failures)...)
+		if s.load.Error != "" {
+			loadFails = append(loadFails, fmt.Sprintf("- %s load: %s\n", s.name, s.load.Error))
 		}
+		loadFails = append(loadFails, failureLines(s.name+", phase", s.load.Failures)...)
 	}
 	if fails = append(loadFails, fails...); len(fails) > 0 {
 		p("## Failures\n\n%s\n", strings.Join(fails, ""))
@@ -382,13 +377,10 @@ func runReport(args []string) error {
 
 	p("## Start-ups, one by one\n\n")
 	t = newTable("server", "#", "launch → ready", "etcd launch → ready", "VmRSS per process after idle", "total")
-	for _, x := range []struct {
-		name string
-		s    side
-	}{{"crdserver", c}, {"reference", r}} {
-		for i, st := range x.s.starts {
+	for _, s := range []side{c, r} {
+		for i, st := range s.starts {
 			if st.Error != "" {
-				t.row(x.name, i+1, "failed: "+st.Error, nil, nil, nil)
+				t.row(s.name, i+1, "failed: "+st.Error, nil, nil, nil)
 				continue
 			}
 			var mems []string
@@ -399,7 +391,7 @@ func runReport(args []string) error {
 			if st.SinceT0Ms > 0 {
 				t0 = fmt.Sprintf("%.3f s", st.SinceT0Ms/1000)
 			}
-			t.row(x.name, i+1, fmt.Sprintf("%.3f s", st.ReadyMs/1000), t0, strings.Join(mems, ", "), fmt.Sprintf("%.1f MiB", st.TotalRSSMiB))
+			t.row(s.name, i+1, fmt.Sprintf("%.3f s", st.ReadyMs/1000), t0, strings.Join(mems, ", "), fmt.Sprintf("%.1f MiB", st.TotalRSSMiB))
 		}
 	}
 	p("%s\n", t)

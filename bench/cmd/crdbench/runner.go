@@ -201,3 +201,15 @@ func find[T any](s []T, match func(*T) bool) *T {
 	}
 	return nil
 }
+
+// pollUntil checks cond every interval until it holds (true) or timeout passes.
+func pollUntil(timeout, interval time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(interval)
+	}
+	return true
+}

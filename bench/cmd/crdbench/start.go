@@ -35,31 +35,24 @@ func readMem(name string, pid int) procMem {
 		return m
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
-		}
-		kib, _ := strconv.ParseFloat(fields[1], 64)
-		switch fields[0] {
-		case "VmRSS:":
-			m.VMRSSMiB = kib / 1024
-		case "VmHWM:":
-			m.VMHWMMiB = kib / 1024
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		if fields := strings.Fields(sc.Text()); len(fields) >= 2 {
+			kib, _ := strconv.ParseFloat(fields[1], 64)
+			if dst := map[string]*float64{"VmRSS:": &m.VMRSSMiB, "VmHWM:": &m.VMHWMMiB}[fields[0]]; dst != nil {
+				*dst = kib / 1024
+			}
 		}
 	}
 	return m
 }
 
-// readRSS reads the VmRSS of processes, and their sum.
+// readRSS reads the memory of processes, and the sum of their VmRSS.
 func readRSS(pids namedPIDs) ([]procMem, float64) {
 	var mems []procMem
 	var total float64
 	for _, p := range pids {
-		m := readMem(p.name, p.pid)
-		mems = append(mems, m)
-		total += m.VMRSSMiB
+		mems = append(mems, readMem(p.name, p.pid))
+		total += mems[len(mems)-1].VMRSSMiB
 	}
 	return mems, total
 }
@@ -107,7 +100,7 @@ func runStart(args []string) error {
 	var (
 		name    = fs.String("name", "server", "name of the measured process in the results")
 		readyz  = fs.String("readyz", "", "readiness URL; ready is HTTP 200 with body \"ok\" (loopback only)")
-		poll    = fs.Duration("poll", 5*time.Millisecond, "readiness poll interval")
+		every   = fs.Duration("poll", 5*time.Millisecond, "readiness poll interval")
 		timeout = fs.Duration("timeout", 60*time.Second, "give up if not ready after this long")
 		idle    = fs.Duration("idle", 5*time.Second, "idle time after ready before reading VmRSS")
 		logFile = fs.String("log", "", "file for the server's stdout and stderr (default: discard)")
@@ -117,8 +110,7 @@ func runStart(args []string) error {
 	)
 	fs.Var(&others, "rss-pid", "name=PID of another process whose VmRSS is counted too (repeatable)")
 	_ = fs.Parse(args)
-	cmdline := fs.Args()
-	if len(cmdline) == 0 {
+	if len(fs.Args()) == 0 {
 		return errors.New("start: give the command to launch after --")
 	}
 	c, err := connect(*readyz, t, 1)
@@ -126,15 +118,7 @@ func runStart(args []string) error {
 		return err
 	}
 	c.hc.Timeout = time.Second
-	res := &startResult{Name: *name, Command: cmdline, IdleSec: idle.Seconds()}
-	fail := func(err error) error {
-		res.Error = err.Error()
-		if *jsonOut != "" {
-			_ = writeJSON(*jsonOut, res)
-		}
-		return err
-	}
-
+	res := &startResult{Name: *name, Command: fs.Args(), IdleSec: idle.Seconds()}
 	out := io.Discard
 	if *logFile != "" {
 		f, err := os.Create(*logFile)
@@ -144,34 +128,10 @@ func runStart(args []string) error {
 		defer f.Close()
 		out = f
 	}
-	cmd := exec.Command(cmdline[0], cmdline[1:]...)
+	cmd := exec.Command(res.Command[0], res.Command[1:]...)
 	cmd.Stdout, cmd.Stderr = out, out
-	// exited receives how the server process ended, once; waitErr keeps it.
-	exited := make(chan struct{})
+	exited := make(chan struct{}) // closed when the server has exited; waitErr is then how
 	var waitErr error
-
-	launch := time.Now()
-	if err := cmd.Start(); err != nil {
-		return fail(err)
-	}
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	res.PID = cmd.Process.Pid
-	// If crdbench is interrupted, do not leave the server behind.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-		os.Exit(130)
-	}()
 	stop := func() {
 		t0 := time.Now()
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -183,49 +143,60 @@ func runStart(args []string) error {
 		}
 		res.StopMs = ms(time.Since(t0))
 	}
-
-	var ready time.Time
-	for {
-		res.Polls++
-		if resp, err := c.hc.Get(*readyz); err == nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(b)) == "ok" {
-				ready = time.Now()
-				break
+	launch := time.Now()
+	err = cmd.Start()
+	if err == nil {
+		res.PID = cmd.Process.Pid
+		go func() { waitErr = cmd.Wait(); close(exited) }()
+		// If crdbench is interrupted, do not leave the server behind.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+		go func() { <-sigs; stop(); os.Exit(130) }()
+		var ready time.Time
+		exitedNow := func() bool {
+			select {
+			case <-exited:
+				return true
+			default:
+				return false
 			}
 		}
-		select {
-		case <-exited:
-			return fail(fmt.Errorf("%s exited before it was ready: %v (see %s)", *name, waitErr, *logFile))
-		default:
-		}
-		if time.Since(launch) > *timeout {
+		pollUntil(*timeout, *every, func() bool {
+			res.Polls++
+			if resp, err := c.hc.Get(*readyz); err == nil {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(b)) == "ok" {
+					ready = time.Now()
+				}
+			}
+			return !ready.IsZero() || exitedNow()
+		})
+		switch {
+		case ready.IsZero() && exitedNow():
+			err = fmt.Errorf("%s exited before it was ready: %v (see %s)", *name, waitErr, *logFile)
+		case ready.IsZero():
 			stop()
-			return fail(fmt.Errorf("%s not ready after %v", *name, *timeout))
+			err = fmt.Errorf("%s not ready after %v", *name, *timeout)
+		default:
+			res.ReadyMs = ms(ready.Sub(launch))
+			if *t0ns > 0 {
+				res.SinceT0Ms = ms(ready.Sub(time.Unix(0, *t0ns)))
+			}
+			if time.Sleep(*idle); exitedNow() {
+				err = fmt.Errorf("%s exited while idle: %v", *name, waitErr)
+			}
 		}
-		time.Sleep(*poll)
 	}
-	res.ReadyMs = ms(ready.Sub(launch))
-	if *t0ns > 0 {
-		res.SinceT0Ms = ms(ready.Sub(time.Unix(0, *t0ns)))
+	if err != nil {
+		res.Error = err.Error()
+		if *jsonOut != "" {
+			_ = writeJSON(*jsonOut, res)
+		}
+		return err
 	}
-
-	time.Sleep(*idle)
-	select {
-	case <-exited:
-		return fail(fmt.Errorf("%s exited while idle: %v", *name, waitErr))
-	default:
-	}
-	res.Mem = append(res.Mem, readMem(*name, res.PID))
-	for _, o := range others {
-		res.Mem = append(res.Mem, readMem(o.name, o.pid))
-	}
-	for _, m := range res.Mem {
-		res.TotalRSSMiB += m.VMRSSMiB
-	}
+	res.Mem, res.TotalRSSMiB = readRSS(append(namedPIDs{{*name, res.PID}}, others...))
 	stop()
-
 	fmt.Printf("%s: launch -> /readyz ok %.1f ms (%d polls)", *name, res.ReadyMs, res.Polls)
 	if res.SinceT0Ms > 0 {
 		fmt.Printf(", %.1f ms after t0", res.SinceT0Ms)
@@ -258,10 +229,8 @@ func runRSS(args []string) error {
 		Mem         []procMem `json:"mem"`
 		TotalRSSMiB float64   `json:"total_vmrss_mib"`
 	}{Label: *label}
-	for _, p := range pids {
-		m := readMem(p.name, p.pid)
-		res.Mem = append(res.Mem, m)
-		res.TotalRSSMiB += m.VMRSSMiB
+	res.Mem, res.TotalRSSMiB = readRSS(pids)
+	for _, m := range res.Mem {
 		fmt.Printf("%s pid %d VmRSS %.1f MiB VmHWM %.1f MiB %s\n", m.Name, m.PID, m.VMRSSMiB, m.VMHWMMiB, m.Error)
 	}
 	if *jsonOut != "" {
@@ -275,18 +244,12 @@ func runFreePort(args []string) error {
 	fs := flag.NewFlagSet("freeport", flag.ExitOnError)
 	n := fs.Int("n", 1, "how many ports")
 	_ = fs.Parse(args)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
 	for i := 0; i < *n; i++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
-		ls = append(ls, l)
+		defer l.Close()
 		fmt.Println(l.Addr().(*net.TCPAddr).Port)
 	}
 	return nil

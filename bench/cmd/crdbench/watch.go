@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,18 +48,15 @@ type watchRun struct {
 	Encodings   map[string]int `json:"content_encodings,omitempty"`
 }
 
-// deliveryBook is the watch fan-out's bookkeeping: when each write was
-// sent, and when each watcher got each write's event. Each watcher records
-// into its own row only (arrive is called by that watcher's goroutine), the
-// writer into sent and ok; summary is called once all of them stopped.
+// deliveryBook is when each write was sent (and whether the server took
+// it), and when each watcher got each write's event. A watcher writes
+// only its own row; summary is called once all of them stopped.
 type deliveryBook struct {
-	sent    []time.Time
-	ok      []bool
-	arrived [][]time.Time
-	got     []int // per watcher: first deliveries
-	dups    []int
-	unexp   []int
-	total   atomic.Int64 // first deliveries, all watchers
+	sent             []time.Time
+	ok               []bool
+	arrived          [][]time.Time
+	got, dups, unexp []int        // per watcher
+	total            atomic.Int64 // first deliveries, all watchers
 }
 
 func newDeliveryBook(watchers, writes int) *deliveryBook {
@@ -70,10 +68,12 @@ func newDeliveryBook(watchers, writes int) *deliveryBook {
 	return b
 }
 
-// wrote records write k: sent at t, and whether the server accepted it.
 func (b *deliveryBook) wrote(k int, t time.Time, ok bool) { b.sent[k], b.ok[k] = t, ok }
 
-// arrive records that watcher w got write k's event at t. It returns
+// unexpected counts an event of watcher w that belongs to no write.
+func (b *deliveryBook) unexpected(w int) { b.unexp[w]++ }
+
+// arrive records that watcher w got write k's event at t, and returns
 // whether w now has an event of every write.
 func (b *deliveryBook) arrive(w, k int, t time.Time) bool {
 	switch {
@@ -89,284 +89,227 @@ func (b *deliveryBook) arrive(w, k int, t time.Time) bool {
 	return b.got[w] == len(b.sent)
 }
 
-// unexpected counts an event of watcher w that belongs to no write.
-func (b *deliveryBook) unexpected(w int) { b.unexp[w]++ }
-
-// deliveries is the summary of a deliveryBook: over every watcher and every
-// accepted write, the delay from the write's sending to the event's arrival.
+// deliveries is a deliveryBook's summary: over every watcher and every
+// accepted write, the delay from the write's sending to the event.
 type deliveries struct {
 	Expected, Delivered, Missed, Duplicates, Unexpected int
 	P50, P99, Max, Mean                                 time.Duration
-	Last                                                time.Time // the last delivery
+	Last                                                time.Time
 }
 
 func (b *deliveryBook) summary() deliveries {
 	var d deliveries
 	var lat []time.Duration
+	var sum time.Duration
 	for w := range b.arrived {
 		d.Duplicates += b.dups[w]
 		d.Unexpected += b.unexp[w]
 		for k, at := range b.arrived[w] {
-			if !b.ok[k] {
-				// A write the server refused (or that timed out): its
-				// event is not expected, but counted if it came.
+			switch {
+			case !b.ok[k]: // refused or timed out: its event is not expected
 				if !at.IsZero() {
 					d.Unexpected++
 				}
-				continue
-			}
-			d.Expected++
-			if at.IsZero() {
+			case at.IsZero():
+				d.Expected++
 				d.Missed++
-				continue
-			}
-			d.Delivered++
-			lat = append(lat, at.Sub(b.sent[k]))
-			if at.After(d.Last) {
-				d.Last = at
+			default:
+				d.Expected++
+				d.Delivered++
+				lat, sum = append(lat, at.Sub(b.sent[k])), sum+at.Sub(b.sent[k])
+				if at.After(d.Last) {
+					d.Last = at
+				}
 			}
 		}
 	}
-	if len(lat) == 0 {
-		return d
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		d.P50, d.P99, d.Max, d.Mean = percentile(lat, 0.5), percentile(lat, 0.99), lat[len(lat)-1], sum/time.Duration(len(lat))
 	}
-	slices.Sort(lat)
-	var sum time.Duration
-	for _, x := range lat {
-		sum += x
-	}
-	d.P50, d.P99, d.Max, d.Mean = percentile(lat, 0.5), percentile(lat, 0.99), lat[len(lat)-1], sum/time.Duration(len(lat))
 	return d
 }
 
-// watchEvent is what a watcher reads of each event.
-type watchEvent struct {
-	Type   string `json:"type"`
-	Object struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-		Spec struct {
-			Seq *int64 `json:"seq"`
-		} `json:"spec"`
-		Message string `json:"message"` // of an ERROR event's Status
-	} `json:"object"`
-}
-
 // watchFanOut opens w watches of coll from a list's resourceVersion,
-// perConn per HTTP/2 connection, then sends the updates and books every
-// delivery. Writes carry spec.seq = seqBase + k, so that every event names
+// WatchersPerConn per HTTP/2 connection, then sends the patches and books
+// every delivery. Patch k sets spec.seq = seqBase + k: every event names
 // its write.
 func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func(int) string) (watchRun, *failure) {
-	wr := watchRun{Watchers: w, PerConn: p.perConn, Updates: p.updates, IntervalMs: ms(p.interval),
+	wr := watchRun{Watchers: w, PerConn: p.WatchersPerConn, Updates: p.WatchUpdates, IntervalMs: ms(p.interval),
 		Protocols: map[string]int{}, Encodings: map[string]int{}}
 	seqBase := int64(round*1_000_000 + (set+1)*100_000)
 	fail := func(format string, a ...any) (watchRun, *failure) {
-		return wr, &failure{Method: http.MethodGet, Path: strings.TrimPrefix(coll, p.base) + "?watch=1", Error: fmt.Sprintf(format, a...)}
+		return wr, p.failf(http.MethodGet, coll+"?watch=1", 0, format, a...)
 	}
 	// Everything of this measurement ends by this deadline.
-	limit := p.waitFor + time.Duration(p.updates)*(p.interval+10*time.Second) + p.watchWait + 30*time.Second
+	limit := p.waitFor + time.Duration(p.WatchUpdates)*(p.interval+10*time.Second) + p.watchWait + 30*time.Second
 	ctx, cancel := context.WithTimeout(p.ctx, limit)
 	defer cancel()
 
-	// One client (one transport, one HTTP/2 connection) per perConn
+	// One client (one transport, one HTTP/2 connection) per WatchersPerConn
 	// watchers, each primed with a small list so that its connection is
-	// up before the watches share it.
-	nconn := (w + p.perConn - 1) / p.perConn
+	// up before the watches share it; the last list's resourceVersion is
+	// where the watches start.
 	var dials atomic.Int64
-	clients := make([]*client, nconn)
+	clients := make([]*client, (w+p.WatchersPerConn-1)/p.WatchersPerConn)
+	var rv string
 	for j := range clients {
-		cl, err := newClient(p.c.u, p.c.tls, 1)
+		hc, err := newClient(p.c.u, p.c.tls, 1)
 		if err != nil {
 			return fail("client: %v", err)
 		}
-		cl.Timeout = 0 // watches are bounded by ctx
-		if tr, ok := cl.Transport.(*http.Transport); ok {
-			dial := tr.DialContext
-			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-				dials.Add(1)
-				return dial(ctx, network, addr)
-			}
-			defer tr.CloseIdleConnections()
+		hc.Timeout = 0 // watches are bounded by ctx
+		tr := hc.Transport.(*http.Transport)
+		dial := tr.DialContext
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return dial(ctx, network, addr)
 		}
-		pc := &client{hc: cl, base: p.base}
-		clients[j] = pc
-		pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
-		code, b, err := pc.do(pctx, http.MethodGet, coll+"?limit=1", nil)
-		pcancel()
-		if err != nil || code != http.StatusOK {
-			return fail("priming connection %d: HTTP %d %v %s", j+1, code, err, truncate(b, 300))
+		defer tr.CloseIdleConnections()
+		clients[j] = &client{hc: hc, base: p.base}
+		var lm struct {
+			Metadata struct{ ResourceVersion string }
 		}
+		if code, err := clients[j].getJSON(ctx, coll+"?limit=1", "application/json", &lm); err != nil || code != http.StatusOK || lm.Metadata.ResourceVersion == "" {
+			return fail("priming connection %d: HTTP %d %v", j+1, code, err)
+		}
+		rv = lm.Metadata.ResourceVersion
 	}
-	// The resourceVersion to watch from: a list's.
-	code, b, err := p.do(http.MethodGet, coll+"?limit=1", nil, 30*time.Second)
-	var lm struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	if err != nil || code != http.StatusOK || json.Unmarshal(b, &lm) != nil || lm.Metadata.ResourceVersion == "" {
-		return fail("list for the resourceVersion: HTTP %d %v %s", code, err, truncate(b, 300))
-	}
-	watchURL := coll + "?watch=1&resourceVersion=" + url.QueryEscape(lm.Metadata.ResourceVersion) + "&timeoutSeconds=" +
-		strconv.Itoa(int(limit.Seconds())+60)
+	watchURL := coll + "?watch=1&resourceVersion=" + url.QueryEscape(rv) + "&timeoutSeconds=" + strconv.Itoa(int(limit.Seconds())+60)
 
-	book := newDeliveryBook(w, p.updates)
+	book := newDeliveryBook(w, p.WatchUpdates)
 	var (
-		mu       sync.Mutex
-		firstErr string
-		werrs    int
-		wg       sync.WaitGroup
+		mu                sync.Mutex
+		firstErr, openErr string
+		werrs             int
+		opened            atomic.Int64
+		allOpenAt         atomic.Value
+		wg                sync.WaitGroup
 	)
-	watchErr := func(s string) {
+	watchErr := func(open bool, s string) {
 		mu.Lock()
-		werrs++
-		if firstErr == "" {
-			firstErr = s
+		defer mu.Unlock()
+		if open {
+			openErr = cmp.Or(openErr, s)
+			return
 		}
-		mu.Unlock()
+		werrs++
+		firstErr = cmp.Or(firstErr, s)
 	}
-	opened := make(chan error, w)
 	t0 := time.Now()
 	for i := range w {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wctx, wcancel := context.WithCancel(ctx)
-			defer wcancel()
-			resp, err := clients[i/p.perConn].send(wctx, http.MethodGet, watchURL, nil)
+			resp, err := clients[i/p.WatchersPerConn].send(ctx, http.MethodGet, watchURL, nil)
 			if err != nil {
-				opened <- err
+				watchErr(true, err.Error())
 				return
 			}
 			defer resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				b, _ := io.ReadAll(io.LimitReader(resp.Body, 2000))
-				opened <- fmt.Errorf("watch %d: HTTP %d %s", i, resp.StatusCode, truncate(b, 500))
+				watchErr(true, fmt.Sprintf("watch %d: HTTP %d %s", i, resp.StatusCode, truncate(b, 500)))
 				return
 			}
-			mu.Lock()
-			wr.Protocols[resp.Proto]++
-			enc := resp.Header.Get("Content-Encoding")
+			enc := cmp.Or(resp.Header.Get("Content-Encoding"), "identity")
 			if resp.Uncompressed {
 				enc = "gzip (decompressed by Go's transport)"
 			}
-			if enc == "" {
-				enc = "identity"
-			}
+			mu.Lock()
+			wr.Protocols[resp.Proto]++
 			wr.Encodings[enc]++
 			mu.Unlock()
-			opened <- nil
+			if opened.Add(1) == int64(w) {
+				allOpenAt.Store(time.Now())
+			}
 			dec := json.NewDecoder(resp.Body)
-			for events := 0; ; events++ {
-				if events >= 10*p.updates+1000 {
-					watchErr(fmt.Sprintf("watch %d: more than %d events", i, events))
-					return
+			for events := 0; events < 10*p.WatchUpdates+1000; events++ {
+				var ev struct {
+					Type   string
+					Object struct {
+						Spec    struct{ Seq *int64 }
+						Message string // of an ERROR event's Status
+					}
 				}
-				var ev watchEvent
 				if err := dec.Decode(&ev); err != nil {
-					if wctx.Err() == nil {
-						watchErr(fmt.Sprintf("watch %d ended: %v", i, err))
+					if ctx.Err() == nil {
+						watchErr(false, fmt.Sprintf("watch %d ended: %v", i, err))
 					}
 					return
 				}
-				now := time.Now()
 				switch {
 				case ev.Type == "BOOKMARK":
 				case ev.Type == "ERROR":
-					watchErr(fmt.Sprintf("watch %d: ERROR event: %s", i, ev.Object.Message))
+					watchErr(false, fmt.Sprintf("watch %d: ERROR event: %s", i, ev.Object.Message))
 					return
 				case ev.Type != "MODIFIED" || ev.Object.Spec.Seq == nil:
 					book.unexpected(i)
-				default:
-					if book.arrive(i, int(*ev.Object.Spec.Seq-seqBase), now) {
-						return // every write seen: this watcher is done
-					}
+				case book.arrive(i, int(*ev.Object.Spec.Seq-seqBase), time.Now()):
+					return // every write seen: this watcher is done
 				}
 			}
+			watchErr(false, fmt.Sprintf("watch %d: more than %d events", i, 10*p.WatchUpdates+1000))
 		}()
 	}
 	stopAll := func() {
 		cancel()
 		wg.Wait()
+		wr.Conns = int(dials.Load())
 	}
 	// All watches answered, or give up.
-	openDeadline := time.NewTimer(p.waitFor)
-	var openErr error
-	for range w {
-		select {
-		case err := <-opened:
-			if err != nil && openErr == nil {
-				openErr = err
-			}
-		case <-openDeadline.C:
-			if openErr == nil {
-				openErr = fmt.Errorf("not all %d watches answered within %v", w, p.waitFor)
-			}
-		case <-ctx.Done():
-			if openErr == nil {
-				openErr = ctx.Err()
-			}
-		}
-		if openErr != nil {
-			break
-		}
+	allOpen := pollUntil(p.waitFor, time.Millisecond, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return openErr != "" || opened.Load() == int64(w) || ctx.Err() != nil
+	})
+	if at, ok := allOpenAt.Load().(time.Time); ok {
+		wr.OpenMs = ms(at.Sub(t0))
+	} else {
+		wr.OpenMs = ms(time.Since(t0))
 	}
-	openDeadline.Stop()
-	wr.OpenMs = ms(time.Since(t0))
-	if openErr != nil {
+	if openErr != "" || !allOpen || ctx.Err() != nil {
 		stopAll()
-		wr.Conns = int(dials.Load())
-		return fail("opening the watches: %v", openErr)
+		return fail("opening the watches: %s", cmp.Or(openErr, fmt.Sprintf("not all %d watches answered within %v", w, p.waitFor)))
 	}
 
-	// The writes: sequential merge patches, one every interval.
-	log.Printf("  %d watches open in %.0f ms over %d connection(s); %d patches, one every %v", w, wr.OpenMs, dials.Load(), p.updates, p.interval)
+	// The writes: sequential merge patches, one every interval (profile.sh
+	// waits for "watches open" in the log).
+	log.Printf("  %d watches open in %.0f ms over %d connection(s); %d patches, one every %v", w, wr.OpenMs, dials.Load(), p.WatchUpdates, p.interval)
 	var wlat []time.Duration
 	var wfail *failure
 	start := time.Now()
-	for k := 0; k < p.updates && ctx.Err() == nil; k++ {
-		if d := time.Until(start.Add(time.Duration(k) * p.interval)); d > 0 {
-			time.Sleep(d)
-		}
-		target := coll + "/" + itemName(k%p.n)
-		body := []byte(`{"spec":{"seq":` + strconv.FormatInt(seqBase+int64(k), 10) + `}}`)
+	for k := 0; k < p.WatchUpdates && ctx.Err() == nil; k++ {
+		time.Sleep(time.Until(start.Add(time.Duration(k) * p.interval)))
+		target := coll + "/" + itemName(k%p.N)
 		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 		ts := time.Now()
-		code, b, err := p.c.do(wctx, http.MethodPatch, target, body, "Content-Type", "application/merge-patch+json")
+		code, b, err := p.c.do(wctx, http.MethodPatch, target, []byte(`{"spec":{"seq":`+strconv.FormatInt(seqBase+int64(k), 10)+`}}`), "Content-Type", "application/merge-patch+json")
 		d := time.Since(ts)
 		wcancel()
 		ok := err == nil && code == http.StatusOK
-		book.wrote(k, ts, ok)
-		if ok {
+		if book.wrote(k, ts, ok); ok {
 			wlat = append(wlat, d)
 			wr.WritesOK++
 		} else if wfail == nil {
-			f := p.httpFail(http.MethodPatch, target, code, b, err)
-			wfail = &f
+			wfail = p.httpFail(http.MethodPatch, target, code, b, err)
 		}
 	}
-	lastWrite := time.Now()
 	// The last deliveries.
-	want := int64(w * wr.WritesOK)
-	for i := 0; i < 1_000_000 && book.total.Load() < want && time.Since(lastWrite) < p.watchWait && ctx.Err() == nil; i++ {
-		time.Sleep(5 * time.Millisecond)
-	}
+	pollUntil(p.watchWait, 5*time.Millisecond, func() bool { return book.total.Load() >= int64(w*wr.WritesOK) || ctx.Err() != nil })
 	stopAll()
-	wr.Conns = int(dials.Load())
 	sum := book.summary()
 	wr.Expected, wr.Delivered, wr.Missed, wr.Duplicates, wr.Unexpected = sum.Expected, sum.Delivered, sum.Missed, sum.Duplicates, sum.Unexpected
 	wr.P50Ms, wr.P99Ms, wr.MaxMs, wr.MeanMs = ms(sum.P50), ms(sum.P99), ms(sum.Max), ms(sum.Mean)
 	if !sum.Last.IsZero() {
 		wr.SpanMs = ms(sum.Last.Sub(start))
 	}
-	slices.Sort(wlat)
-	wr.WriteP50Ms, wr.WriteP99Ms = ms(percentile(wlat, 0.5)), ms(percentile(wlat, 0.99))
-	wr.WatchErrors = werrs
 	log.Printf("  %d of %d deliveries, %d missed, p50 %.1f ms, p99 %.1f ms, max %.1f ms", wr.Delivered, wr.Expected, wr.Missed, wr.P50Ms, wr.P99Ms, wr.MaxMs)
+	slices.Sort(wlat)
+	wr.WriteP50Ms, wr.WriteP99Ms, wr.WatchErrors = ms(percentile(wlat, 0.5)), ms(percentile(wlat, 0.99)), werrs
 	switch {
 	case wfail != nil:
-		wfail.Error = strings.TrimSpace(fmt.Sprintf("%d of %d patches failed; first: %s", p.updates-wr.WritesOK, p.updates, wfail.Error))
+		wfail.Error = strings.TrimSpace(fmt.Sprintf("%d of %d patches failed; first: %s", p.WatchUpdates-wr.WritesOK, p.WatchUpdates, wfail.Error))
 		return wr, wfail
 	case wr.Missed > 0 || wr.Duplicates > 0 || wr.Unexpected > 0:
 		return fail("%d of %d deliveries missed (waited %v after the last patch), %d duplicates, %d unexpected events; %d watch errors, first: %s",
