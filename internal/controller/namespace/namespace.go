@@ -187,11 +187,15 @@ func (c *Controller) deleteContent(ctx context.Context, ns string) *content {
 // deleteResource deletes the objects of res in namespace ns, and returns
 // how many a consistent list still finds there and how many of those carry
 // each finalizer. Where the watch cache holds none, a consistent list of
-// one object confirms that before anything is deleted.
+// one object confirms that before anything is deleted. Where every object
+// the cache holds is already being deleted and waits on a finalizer, there
+// is nothing to delete: they are counted as the cache has them (a namespace
+// waiting on a finalizer is looked at again and again).
 func (c *Controller) deleteResource(ctx context.Context, res *resource.Resource, ns string) (int, map[string]int, error) {
 	gvr := controller.StorageGVR(res)
 	rc := c.dynamic.Resource(gvr).Namespace(ns)
-	if len(res.Cache.List(store.ListOptions{Namespace: ns}).Items) == 0 {
+	cached := res.Cache.List(store.ListOptions{Namespace: ns}).Items
+	if len(cached) == 0 {
 		list, err := rc.List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil {
 			return 0, nil, err
@@ -199,6 +203,8 @@ func (c *Controller) deleteResource(ctx context.Context, res *resource.Resource,
 		if len(list.Items) == 0 {
 			return 0, nil, nil
 		}
+	} else if finalizers := held(cached); finalizers != nil {
+		return len(cached), finalizers, nil
 	}
 	// Background: the garbage collector is not to add the orphan finalizer.
 	background := metav1.DeletePropagationBackground
@@ -224,6 +230,22 @@ func (c *Controller) deleteResource(ctx context.Context, res *resource.Resource,
 		return len(list.Items), nil, fmt.Errorf("unexpected items still remain in namespace: %s for gvr: %v", ns, preferredGVR(res))
 	}
 	return len(list.Items), finalizers, nil
+}
+
+// held counts the finalizers of items when every one of them is being
+// deleted and has a finalizer; otherwise it returns nil.
+func held(items []*store.Item) map[string]int {
+	finalizers := map[string]int{}
+	for _, it := range items {
+		l := resource.LifecycleOf(it)
+		if !l.Deleting || len(l.Finalizers) == 0 {
+			return nil
+		}
+		for _, f := range l.Finalizers {
+			finalizers[f]++
+		}
+	}
+	return finalizers
 }
 
 // preferredGVR is res in its preferred version, as discovery lists it.

@@ -419,3 +419,31 @@ func TestSharedObjectsCountedUnderEachResource(t *testing.T) {
 	want[4].Message = "Some content in the namespace has finalizers remaining: example.com/hold in 2 resource instances"
 	mustConds(t, "conditions", got, want)
 }
+
+// Objects the cache holds as being deleted, each with a finalizer, are
+// counted as the cache has them: nothing is deleted or listed again.
+func TestHeldObjectsCountedFromCache(t *testing.T) {
+	held := object("example.com/v1", "Widget", "w", "example.com/hold")
+	held["metadata"].(map[string]any)["deletionTimestamp"] = "2026-11-24T12:00:01Z"
+	w := setup(t, []string{"kubernetes"}, []map[string]any{held}, nil)
+	if err := w.c.sync(context.Background(), "doomed"); !errors.Is(err, controller.Requeue()) {
+		t.Fatalf("an object is left, yet sync says %v", err)
+	}
+	want := []string{"get namespaces", "list configmaps in doomed", "update namespaces/status"}
+	if v := verbs(w.dyn); !slices.Equal(v, want) {
+		t.Fatalf("actions:\n got %q\nwant %q", v, want)
+	}
+	got := conds(w.namespace(t))
+	wantConds := slices.Clone(stuckOnConfigMap)
+	wantConds[3].Message = "Some resources are remaining: widgets.example.com has 1 resource instances"
+	mustConds(t, "conditions", got, wantConds)
+
+	// One that is not yet being deleted is deleted, and listed after.
+	w = setup(t, []string{"kubernetes"}, []map[string]any{held, object("example.com/v1", "Widget", "new")}, nil)
+	if err := w.c.sync(context.Background(), "doomed"); !errors.Is(err, controller.Requeue()) {
+		t.Fatal(err)
+	}
+	if v := verbs(w.dyn); !slices.Contains(v, "delete-collection widgets in doomed") || !slices.Contains(v, "list widgets in doomed") {
+		t.Fatalf("actions: %q", v)
+	}
+}
