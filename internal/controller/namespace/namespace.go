@@ -270,6 +270,9 @@ func (c *Controller) finalize(ctx context.Context, u *unstructured.Unstructured)
 	if len(kept) == len(finalizers) {
 		return nil
 	}
+	// The others stay, sorted and once each, as Kubernetes leaves them.
+	slices.Sort(kept)
+	kept = slices.Compact(kept)
 	u = u.DeepCopy()
 	_ = unstructured.SetNestedStringSlice(u.Object, kept, "spec", "finalizers")
 	if _, err := c.dynamic.Resource(namespacesGVR).Update(ctx, u, metav1.UpdateOptions{}, "finalize"); err != nil && !apierrors.IsNotFound(err) {

@@ -247,11 +247,11 @@ func TestEmptyNamespaceIsFinalized(t *testing.T) {
 }
 
 func TestOtherNamespaceFinalizersAreKept(t *testing.T) {
-	w := setup(t, []string{"example.com/ns-hold", "kubernetes"}, nil, nil)
+	w := setup(t, []string{"example.com/ns-hold", "kubernetes", "example.com/a"}, nil, nil)
 	if err := w.c.sync(context.Background(), "doomed"); err != nil {
 		t.Fatal(err)
 	}
-	if f := w.namespace(t).Spec.Finalizers; !slices.Equal(f, []corev1.FinalizerName{"example.com/ns-hold"}) {
+	if f := w.namespace(t).Spec.Finalizers; !slices.Equal(f, []corev1.FinalizerName{"example.com/a", "example.com/ns-hold"}) {
 		t.Fatalf("finalizers: %v", f)
 	}
 	// Once only others' finalizers are left there is nothing more to do.
