@@ -13,7 +13,7 @@ import (
 )
 
 func TestAdmissionHookAllows(t *testing.T) {
-	h := newAdmissionHook()
+	h := &admissionHook{protos: map[string]int{}}
 	review := func(name string) *httptest.ResponseRecorder {
 		body := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-%s","name":%q,"operation":"CREATE",
 			"object":{"apiVersion":"admission.crdbench.example.com/v1","kind":"Widget","metadata":{"name":%q}}}}`, name, name, name)
@@ -32,13 +32,13 @@ func TestAdmissionHookAllows(t *testing.T) {
 			t.Errorf("%s: answer %s", name, w.Body)
 		}
 	}
-	if c, p := h.calls.Load(), h.probes.Load(); c != 3 || p != 2 {
+	if c, p := h.calls, h.probes; c != 3 || p != 2 {
 		t.Errorf("calls %d, probes %d; want 3 and 2", c, p)
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"kind":"AdmissionReview"}`)))
-	if w.Code != http.StatusBadRequest || h.bad.Load() != 1 {
-		t.Errorf("a review without a request: %d, bad %d", w.Code, h.bad.Load())
+	if w.Code != http.StatusBadRequest || h.bad != 1 {
+		t.Errorf("a review without a request: %d, bad %d", w.Code, h.bad)
 	}
 }
 
@@ -80,12 +80,14 @@ func TestAdmissionObjects(t *testing.T) {
 	}
 }
 
-func TestParseCounts(t *testing.T) {
-	if v, err := parseCounts("0, 1,10"); err != nil || fmt.Sprint(v) != "[0 1 10]" {
-		t.Errorf("0,1,10: %v %v", v, err)
+func TestAdmissionConfigs(t *testing.T) {
+	cfs, order, err := admConfigs("0, 1,10", true)
+	if err != nil || fmt.Sprint(order) != "[p0 p1 p10 webhook]" || cfs[0].Name != "no admission (0 policies)" || cfs[2].Name != "10 policies" ||
+		cfs[2].Policies != 10 || !cfs[3].Webhook || cfs[3].Policies != 0 {
+		t.Errorf("0,1,10 and the webhook: %+v %v %v", cfs, order, err)
 	}
-	for _, bad := range []string{"1,1", "-1", "51", "x"} {
-		if _, err := parseCounts(bad); err == nil {
+	for _, bad := range []string{"1,1", "1,01", "-1", "51", "x", ""} {
+		if _, _, err := admConfigs(bad, false); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
