@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -130,5 +131,36 @@ func TestAdmissionReport(t *testing.T) {
 	b.Reset()
 	if f := admissionReport(t.TempDir(), func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }); f != nil || b.Len() != 0 {
 		t.Errorf("nothing measured, yet: %v %q", f, b.String())
+	}
+}
+
+// TestAdmissionSync: sync creates the wanted objects in order, deletes the
+// others latest first, and removeAll deletes what is left.
+func TestAdmissionSync(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+strings.TrimPrefix(r.URL.Path, admPath))
+		w.WriteHeader(map[string]int{http.MethodPost: http.StatusCreated, http.MethodDelete: http.StatusOK}[r.Method])
+	}))
+	defer srv.Close()
+	c, err := connect(srv.URL, tlsFlags{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &admRun{ctx: context.Background(), c: c, res: &admissionResult{}}
+	two := append(admPolicyObjs("a", "true", "m"), admPolicyObjs("b", "true", "m")...)
+	hook := admObj{"validatingwebhookconfigurations", admHookName, "webhook-config", nil}
+	if err := a.sync(two); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.sync([]admObj{two[0], two[1], hook}); err != nil {
+		t.Fatal(err)
+	}
+	a.removeAll()
+	want := []string{"POST validatingadmissionpolicies", "POST validatingadmissionpolicybindings", "POST validatingadmissionpolicies", "POST validatingadmissionpolicybindings",
+		"DELETE validatingadmissionpolicybindings/b", "DELETE validatingadmissionpolicies/b", "POST validatingwebhookconfigurations",
+		"DELETE validatingwebhookconfigurations/" + admHookName, "DELETE validatingadmissionpolicybindings/a", "DELETE validatingadmissionpolicies/a"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || a.res.Removed != "3 deleted" || len(a.res.Failures) != 0 {
+		t.Errorf("requests:\n%s\nwant:\n%s\nremoved %q, failures %v", strings.Join(got, "\n"), strings.Join(want, "\n"), a.res.Removed, a.res.Failures)
 	}
 }

@@ -681,34 +681,27 @@ func coreFigs(n, lists, leases, conc int, period, duration, idle float64) []fig[
 		}
 		return fmt.Sprintf("%s / %s", commas(lr.OK), commas(lr.Scheduled))
 	})
-	for _, x := range []struct {
-		metric string
-		r      func(a, b val) string
-		f      func(*leaseResult) float64
-		prec   int
-		unit   string
-		cpu    bool // a figure of lr.CPU
-	}{
-		{"… renewals per second", nil, func(lr *leaseResult) float64 { return lr.Latency.PerSecond }, 1, "", false},
-		{"… renewal latency p50", coreRatio, func(lr *leaseResult) float64 { return lr.Latency.P50Ms }, 2, " ms", false},
-		{"… renewal latency p99", coreRatio, func(lr *leaseResult) float64 { return lr.Latency.P99Ms }, 2, " ms", false},
-		{"… renewal latency max", coreRatio, func(lr *leaseResult) float64 { return lr.Latency.MaxMs }, 2, " ms", false},
-		{"… **failed renewals**", nil, func(lr *leaseResult) float64 { return float64(lr.Failed) }, 0, "", false},
-		{"… fast path refused (the PUT with the last resourceVersion failed; GET + PUT instead)", nil, func(lr *leaseResult) float64 { return float64(lr.FastPathRefused) }, 0, "", false},
-		{"… renewals skipped (the lease's previous renewal still running a period later)", nil, func(lr *leaseResult) float64 { return float64(lr.Missed) }, 0, "", false},
-		{"… renewals started behind schedule, p99 (crdbench's own delay, or the same lease's previous renewal still running at its next tick)", nil,
-			func(lr *leaseResult) float64 { return lr.LagP99Ms }, 2, " ms", false},
-		{"… **server CPU time** over the renewals", coreRatio, func(lr *leaseResult) float64 { return lr.CPU.TotalSec }, 2, " s", true},
-		{"… server CPU, % of one core", coreRatio, func(lr *leaseResult) float64 { return lr.CPU.CorePct }, 1, "%", true},
-		{"… server CPU time per renewal", coreRatio, func(lr *leaseResult) float64 { return lr.CPU.TotalSec * 1000 / float64(max(1, lr.OK+lr.Failed)) }, 3, " ms", true},
-	} {
-		add(x.metric, x.r, x.prec, x.unit, leaseVal(func(lr *leaseResult) (float64, bool) {
-			if x.cpu && !cpuOK(lr.CPU) {
+	// lv is a figure of the renewals; with cpu, of their CPU window, which must have been read.
+	lv := func(cpu bool, f func(*leaseResult) float64) func(*coreResult) (float64, string) {
+		return leaseVal(func(lr *leaseResult) (float64, bool) {
+			if cpu && !cpuOK(lr.CPU) {
 				return 0, false
 			}
-			return x.f(lr), true
-		}))
+			return f(lr), true
+		})
 	}
+	add("… renewals per second", nil, 1, "", lv(false, func(lr *leaseResult) float64 { return lr.Latency.PerSecond }))
+	add("… renewal latency p50", coreRatio, 2, " ms", lv(false, func(lr *leaseResult) float64 { return lr.Latency.P50Ms }))
+	add("… renewal latency p99", coreRatio, 2, " ms", lv(false, func(lr *leaseResult) float64 { return lr.Latency.P99Ms }))
+	add("… renewal latency max", coreRatio, 2, " ms", lv(false, func(lr *leaseResult) float64 { return lr.Latency.MaxMs }))
+	add("… **failed renewals**", nil, 0, "", lv(false, func(lr *leaseResult) float64 { return float64(lr.Failed) }))
+	add("… fast path refused (the PUT with the last resourceVersion failed; GET + PUT instead)", nil, 0, "", lv(false, func(lr *leaseResult) float64 { return float64(lr.FastPathRefused) }))
+	add("… renewals skipped (the lease's previous renewal still running a period later)", nil, 0, "", lv(false, func(lr *leaseResult) float64 { return float64(lr.Missed) }))
+	add("… renewals started behind schedule, p99 (crdbench's own delay, or the same lease's previous renewal still running at its next tick)", nil, 2, " ms",
+		lv(false, func(lr *leaseResult) float64 { return lr.LagP99Ms }))
+	add("… **server CPU time** over the renewals", coreRatio, 2, " s", lv(true, func(lr *leaseResult) float64 { return lr.CPU.TotalSec }))
+	add("… server CPU, % of one core", coreRatio, 1, "%", lv(true, func(lr *leaseResult) float64 { return lr.CPU.CorePct }))
+	add("… server CPU time per renewal", coreRatio, 3, " ms", lv(true, func(lr *leaseResult) float64 { return lr.CPU.TotalSec * 1000 / float64(max(1, lr.OK+lr.Failed)) }))
 	add(fmt.Sprintf("server CPU while idle just before (%.0f s, leases and ConfigMaps stored), %% of one core", idle), coreRatio, 1, "%",
 		leaseVal(func(lr *leaseResult) (float64, bool) { return orZero(lr.Idle).CorePct, cpuOK(lr.Idle) }))
 	add("… renewals' CPU above that idle rate, % of one core", coreRatio, 1, "%", leaseVal(func(lr *leaseResult) (float64, bool) {

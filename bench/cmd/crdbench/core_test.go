@@ -41,15 +41,10 @@ func TestParseProcStat(t *testing.T) {
 			t.Errorf("%s: utime %d stime %d, want %d %d", tc.name, u, s, tc.utime, tc.stime)
 		}
 	}
-}
-
-func TestParseProcStatSelf(t *testing.T) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		t.Skip("no /proc:", err)
-	}
-	if _, _, err := parseProcStat(b); err != nil {
-		t.Fatalf("/proc/self/stat %q: %v", b, err)
+	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
+		if _, _, err := parseProcStat(b); err != nil {
+			t.Errorf("/proc/self/stat %q: %v", b, err)
+		}
 	}
 }
 
@@ -164,14 +159,8 @@ func TestBodies(t *testing.T) {
 }
 
 func TestStatusKey(t *testing.T) {
-	if k := statusKey(409, nil); k != "409" {
-		t.Errorf("409: %q", k)
-	}
-	if k := statusKey(0, errors.New("timeout")); k != "error" {
-		t.Errorf("error: %q", k)
-	}
-	if k := statusKey(200, errors.New("body cut")); k != "error" {
-		t.Errorf("read error: %q", k)
+	if a, b, c := statusKey(409, nil), statusKey(0, errors.New("timeout")), statusKey(200, errors.New("body cut")); a != "409" || b != "error" || c != "error" {
+		t.Errorf("409, no answer, a cut body: %q %q %q", a, b, c)
 	}
 }
 

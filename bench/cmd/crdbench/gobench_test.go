@@ -92,46 +92,22 @@ func TestParseGoBench(t *testing.T) {
 	}
 }
 
-func TestSplitProcs(t *testing.T) {
-	for _, tc := range []struct {
-		in    string
-		name  string
-		procs int
-	}{
-		{"BenchmarkX-2", "BenchmarkX", 2},
-		{"BenchmarkX-16", "BenchmarkX", 16},
-		{"BenchmarkX", "BenchmarkX", 1},
-		{"BenchmarkX/size-10-4", "BenchmarkX/size-10", 4},
-		{"BenchmarkX/a-b", "BenchmarkX/a-b", 1},
-	} {
-		if n, p := splitProcs(tc.in); n != tc.name || p != tc.procs {
-			t.Errorf("splitProcs(%q) = %q, %d; want %q, %d", tc.in, n, p, tc.name, tc.procs)
-		}
+func TestSplitProcsAndFormats(t *testing.T) {
+	var got []string
+	for _, in := range []string{"BenchmarkX-2", "BenchmarkX-16", "BenchmarkX", "BenchmarkX/size-10-4", "BenchmarkX/a-b"} {
+		n, p := splitProcs(in)
+		got = append(got, fmt.Sprintf("%s %d", n, p))
 	}
-}
-
-func TestFmtNs(t *testing.T) {
-	for _, tc := range []struct {
-		ns, ref float64
-		want    string
-	}{
-		{950, 950, "950 ns"},
-		{38027, 38027, "38.0 µs"},
-		{770302, 770302, "770.3 µs"},
-		{2453102, 2453102, "2.45 ms"},
-		{999000, 1.2e6, "1.00 ms"}, // in the unit of the median
-	} {
-		if got := fmtNsIn(tc.ns, tc.ref); got != tc.want {
-			t.Errorf("fmtNsIn(%v, %v) = %q, want %q", tc.ns, tc.ref, got, tc.want)
-		}
+	for _, x := range [][2]float64{{950, 950}, {38027, 38027}, {770302, 770302}, {2453102, 2453102}, {999000, 1.2e6}} {
+		got = append(got, fmtNsIn(x[0], x[1])) // in the unit of the second
 	}
-	for _, tc := range []struct {
-		b    float64
-		want string
-	}{{512, "512 B"}, {22663, "22 KiB"}, {1048575, "1024 KiB"}, {1227874, "1.17 MiB"}, {24 << 20, "24.00 MiB"}} {
-		if got := fmtBytes(tc.b); got != tc.want {
-			t.Errorf("fmtBytes(%v) = %q, want %q", tc.b, got, tc.want)
-		}
+	for _, b := range []float64{512, 22663, 1048575, 1227874, 24 << 20} {
+		got = append(got, fmtBytes(b))
+	}
+	want := "BenchmarkX 2|BenchmarkX 16|BenchmarkX 1|BenchmarkX/size-10 4|BenchmarkX/a-b 1|950 ns|38.0 µs|770.3 µs|2.45 ms|1.00 ms|" +
+		"512 B|22 KiB|1024 KiB|1.17 MiB|24.00 MiB"
+	if strings.Join(got, "|") != want {
+		t.Errorf("got  %s\nwant %s", strings.Join(got, "|"), want)
 	}
 }
 
