@@ -210,21 +210,24 @@ func (r *convertResult) list(name string) *convList {
 // conversion example: v1beta1 (storage) with hostPort, v1 with host and
 // port, both served; conversion is None, or Webhook by url with caBundle.
 func crontabCRD(group, webhookURL string, caPEM []byte) []byte {
-	version := func(name string, storage bool, fields ...string) string {
-		props := `"spec":{"type":"object","properties":{"cronSpec":{"type":"string"},"image":{"type":"string"},"replicas":{"type":"integer"}}}`
-		for _, f := range fields {
-			props += `,"` + f + `":{"type":"string"}`
-		}
-		return fmt.Sprintf(`{"name":%q,"served":true,"storage":%v,"schema":{"openAPIV3Schema":{"type":"object","properties":{%s}}}}`, name, storage, props)
-	}
 	conv := `{"strategy":"None"}`
 	if webhookURL != "" {
 		conv = fmt.Sprintf(`{"strategy":"Webhook","webhook":{"clientConfig":{"url":%q,"caBundle":%q},"conversionReviewVersions":["v1"]}}`,
 			webhookURL, base64.StdEncoding.EncodeToString(caPEM))
 	}
+	return crontabCRDOf(group, conv, `"hostPort":{"type":"string"}`, `"host":{"type":"string"},"port":{"type":"string"}`, "")
+}
+
+// crontabCRDOf is the CronTab CRD with conversion conv, the schemas of the
+// fields of v1beta1 and of v1 beside spec, and more of v1's root schema.
+func crontabCRDOf(group, conv, betaFields, v1Fields, v1Root string) []byte {
+	version := func(name string, storage bool, fields, root string) string {
+		return fmt.Sprintf(`{"name":%q,"served":true,"storage":%v,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object",`+
+			`"properties":{"cronSpec":{"type":"string"},"image":{"type":"string"},"replicas":{"type":"integer"}}},%s}%s}}}`, name, storage, fields, root)
+	}
 	return fmt.Appendf(nil, `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"crontabs.%s"},`+
 		`"spec":{"group":%q,"scope":"Namespaced","names":{"plural":"crontabs","singular":"crontab","kind":"CronTab","listKind":"CronTabList"},`+
-		`"versions":[%s,%s],"conversion":%s}}`, group, group, version("v1beta1", true, "hostPort"), version("v1", false, "host", "port"), conv)
+		`"versions":[%s,%s],"conversion":%s}}`, group, group, version("v1beta1", true, betaFields, ""), version("v1", false, v1Fields, v1Root), conv)
 }
 
 // crontabHostPort is object i's hostPort (v1beta1), or host and port (v1).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -68,23 +67,9 @@ func (r *rulesResult) coll(name string) *rulesColl {
 // examples/declarative-conversion): crdserver proves ConversionRules on
 // objects made from the schemas and refuses lossy ones.
 func rulesCRD() []byte {
-	var crd map[string]any
-	_ = json.Unmarshal(crontabCRD(rulesGroup, "", nil), &crd)
-	for _, v := range crd["spec"].(map[string]any)["versions"].([]any) {
-		root := v.(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)
-		props := root["properties"].(map[string]any)
-		pattern := func(field, p string) { props[field].(map[string]any)["pattern"] = p }
-		switch v.(map[string]any)["name"] {
-		case "v1beta1":
-			pattern("hostPort", `^[a-z0-9.-]+:[0-9]+$`)
-		case "v1":
-			pattern("host", `^[a-z0-9.-]+$`)
-			pattern("port", `^[0-9]+$`)
-			root["x-kubernetes-validations"] = []any{map[string]any{"rule": "has(self.host) == has(self.port)"}}
-		}
-	}
-	b, _ := json.Marshal(crd)
-	return b
+	return crontabCRDOf(rulesGroup, `{"strategy":"None"}`, `"hostPort":{"type":"string","pattern":"^[a-z0-9.-]+:[0-9]+$"}`,
+		`"host":{"type":"string","pattern":"^[a-z0-9.-]+$"},"port":{"type":"string","pattern":"^[0-9]+$"}`,
+		`,"x-kubernetes-validations":[{"rule":"has(self.host) == has(self.port)"}]`)
 }
 
 // rulesObject is the ConversionRules of the rules CRD: v1beta1's hostPort
