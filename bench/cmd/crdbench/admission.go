@@ -460,6 +460,21 @@ func admPolicyObjs(name, expression, message string) []admObj {
 		{"validatingadmissionpolicybindings", name, "binding", admBinding(name)}}
 }
 
+// remove deletes the i-th object the run created (a 404 is fine) within
+// 30 s of ctx, and forgets it; failed, it says why.
+func (a *admRun) remove(ctx context.Context, i int) string {
+	o := a.created[i]
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	code, b, err := a.c.do(ctx, http.MethodDelete, o.url(a.c.base), nil)
+	if err != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
+		a.fail("delete-"+o.short, http.MethodDelete, o.url(a.c.base), code, b, err)
+		return fmt.Sprintf("%s%s/%s (HTTP %d %v)", admPath, o.kind, o.name, code, err)
+	}
+	a.created = slices.Delete(a.created, i, i+1)
+	return ""
+}
+
 // sync makes the admission objects the run created those of want: the
 // others deleted (latest first), the missing ones created (in order). One
 // that exists already is left alone (it could be someone else's).
@@ -468,14 +483,10 @@ func (a *admRun) sync(want []admObj) error {
 		return func(x admObj) bool { return x.kind == o.kind && x.name == o.name }
 	}
 	for i := len(a.created) - 1; i >= 0; i-- {
-		if o := a.created[i]; !slices.ContainsFunc(want, same(o)) {
-			u := o.url(a.c.base)
-			code, b, err := a.do(http.MethodDelete, u, nil)
-			if err != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
-				a.fail("delete-"+o.short, http.MethodDelete, u, code, b, err)
-				return fmt.Errorf("delete-%s: could not delete %s (HTTP %d)", o.short, strings.TrimPrefix(u, a.c.base), code)
+		if !slices.ContainsFunc(want, same(a.created[i])) {
+			if why := a.remove(a.ctx, i); why != "" {
+				return errors.New("could not delete " + why)
 			}
-			a.created = slices.Delete(a.created, i, i+1)
 		}
 	}
 	for _, o := range want {
@@ -494,20 +505,15 @@ func (a *admRun) sync(want []admObj) error {
 // removeAll deletes every admission object the run created, with a context
 // of its own (the run's may be cancelled), and records what it did.
 func (a *admRun) removeAll() {
-	var removed, left []string
-	for i := len(a.created) - 1; i >= 0; i-- {
-		o := a.created[i]
-		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		code, b, derr := a.c.do(rctx, http.MethodDelete, o.url(a.c.base), nil)
-		cancel()
-		if derr != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
-			left = append(left, fmt.Sprintf("%s%s/%s (HTTP %d %v %s)", admPath, o.kind, o.name, code, derr, truncate(b, 200)))
-		} else {
-			removed = append(removed, o.name)
+	var left []string
+	n := len(a.created)
+	for i := n - 1; i >= 0; i-- {
+		if why := a.remove(context.Background(), i); why != "" {
+			left = append(left, why)
 		}
 	}
-	if len(removed) > 0 || len(left) > 0 {
-		a.res.Removed = fmt.Sprintf("%d deleted", len(removed))
+	if n > 0 {
+		a.res.Removed = fmt.Sprintf("%d deleted", n-len(left))
 		if len(left) > 0 {
 			a.res.Removed += "; NOT deleted: " + strings.Join(left, ", ")
 			a.res.Failures = append(a.res.Failures, failure{Phase: "remove-admission", Error: "left behind: " + strings.Join(left, ", ")})

@@ -135,12 +135,17 @@ func TestAdmissionReport(t *testing.T) {
 }
 
 // TestAdmissionSync: sync creates the wanted objects in order, deletes the
-// others latest first, and removeAll deletes what is left.
+// others latest first, and removeAll deletes what is left, recording what
+// it could not delete.
 func TestAdmissionSync(t *testing.T) {
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = append(got, r.Method+" "+strings.TrimPrefix(r.URL.Path, admPath))
-		w.WriteHeader(map[string]int{http.MethodPost: http.StatusCreated, http.MethodDelete: http.StatusOK}[r.Method])
+		code := map[string]int{http.MethodPost: http.StatusCreated, http.MethodDelete: http.StatusOK}[r.Method]
+		if r.Method == http.MethodDelete && r.URL.Path == admPath+"validatingadmissionpolicies/a" {
+			code = http.StatusInternalServerError
+		}
+		w.WriteHeader(code)
 	}))
 	defer srv.Close()
 	c, err := connect(srv.URL, tlsFlags{}, 1)
@@ -160,7 +165,8 @@ func TestAdmissionSync(t *testing.T) {
 	want := []string{"POST validatingadmissionpolicies", "POST validatingadmissionpolicybindings", "POST validatingadmissionpolicies", "POST validatingadmissionpolicybindings",
 		"DELETE validatingadmissionpolicybindings/b", "DELETE validatingadmissionpolicies/b", "POST validatingwebhookconfigurations",
 		"DELETE validatingwebhookconfigurations/" + admHookName, "DELETE validatingadmissionpolicybindings/a", "DELETE validatingadmissionpolicies/a"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") || a.res.Removed != "3 deleted" || len(a.res.Failures) != 0 {
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || a.res.Removed != "2 deleted; NOT deleted: "+admPath+"validatingadmissionpolicies/a (HTTP 500 <nil>)" ||
+		len(a.res.Failures) != 2 || a.res.Failures[0].Phase != "delete-policy" || a.res.Failures[1].Phase != "remove-admission" {
 		t.Errorf("requests:\n%s\nwant:\n%s\nremoved %q, failures %v", strings.Join(got, "\n"), strings.Join(want, "\n"), a.res.Removed, a.res.Failures)
 	}
 }
