@@ -707,17 +707,19 @@ func coreFigs(n, lists, leases, conc int, period, duration, idle float64) []fig[
 	add("… renewals' CPU above that idle rate, % of one core", coreRatio, 1, "%", leaseVal(func(lr *leaseResult) (float64, bool) {
 		return orZero(lr.CPU).CorePct - orZero(lr.Idle).CorePct, cpuOK(lr.CPU) && cpuOK(lr.Idle)
 	}))
-	lease := func(metric string, f func(lr *leaseResult) string) {
+	// lease is a row of text, if the renewals have what it needs.
+	lease := func(metric string, has func(*leaseResult) bool, f func(lr *leaseResult) string) {
 		fs = append(fs, fig[coreSide]{metric, func(s coreSide) val {
-			if s.res == nil || s.res.Lease == nil || s.res.Lease.CPU == nil && len(s.res.Lease.RSSEnd) == 0 {
+			if s.res == nil || s.res.Lease == nil || !has(s.res.Lease) {
 				return label("not measured")
 			}
 			return label(f(s.res.Lease))
 		}, nil})
 	}
-	lease("… CPU over the renewals by process", func(lr *leaseResult) string { return procList(orZero(lr.CPU), true) })
-	add("RSS at the end of the renewals (kube: apiserver + etcd)", coreRatio, 1, " MiB", leaseVal(func(lr *leaseResult) (float64, bool) { return lr.RSSEndMiB, len(lr.RSSEnd) > 0 }))
-	lease("… by process", func(lr *leaseResult) string {
+	hasRSS := func(lr *leaseResult) bool { return len(lr.RSSEnd) > 0 }
+	lease("… CPU over the renewals by process", func(lr *leaseResult) bool { return lr.CPU != nil }, func(lr *leaseResult) string { return procList(lr.CPU, true) })
+	add("RSS at the end of the renewals (kube: apiserver + etcd)", coreRatio, 1, " MiB", leaseVal(func(lr *leaseResult) (float64, bool) { return lr.RSSEndMiB, hasRSS(lr) }))
+	lease("… by process", hasRSS, func(lr *leaseResult) string {
 		var parts []string
 		for _, m := range lr.RSSEnd {
 			t := fmt.Sprintf("%s %.1f MiB", m.Name, m.VMRSSMiB)
