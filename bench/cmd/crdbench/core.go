@@ -475,16 +475,14 @@ func renewLeases(c *client, lr *leaseResult, last [][]byte, coll string, leaseNa
 			lr.FastPathRefused++
 			lr.FastStatuses[statusKey(code, err)]++
 			mu.Unlock()
-			for _, m := range []string{http.MethodGet, http.MethodPut} {
-				if m == http.MethodGet {
-					code, b, err = c.do(rctx, m, url, nil)
-				} else {
-					code, b, body, err = put(rctx, i, b)
-				}
-				if err != nil || code != http.StatusOK {
-					fail(c.fail("lease-renew (slow path "+m+")", m, url, code, b, err), m+" "+statusKey(code, err))
-					return
-				}
+			m := http.MethodGet
+			if code, b, err = c.do(rctx, m, url, nil); err == nil && code == http.StatusOK {
+				m = http.MethodPut
+				code, b, body, err = put(rctx, i, b)
+			}
+			if err != nil || code != http.StatusOK {
+				fail(c.fail("lease-renew (slow path "+m+")", m, url, code, b, err), m+" "+statusKey(code, err))
+				return
 			}
 		}
 		d := time.Since(t0)
