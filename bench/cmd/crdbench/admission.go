@@ -1,22 +1,14 @@
 package main
 
 // crdbench admission: the cost of dynamic admission on creates of a custom
-// resource, on one server (crdserver or kube-apiserver), over the same
-// HTTPS/HTTP2 client as load.
-//
-// Configurations, each measured in every round: no admission (0 policies),
-// 1 and 10 ValidatingAdmissionPolicies bound (each `object.spec.size <= 100`,
-// which every created object passes, bound with validationActions [Deny]),
-// and one validating admission webhook that crdbench serves itself on
-// loopback (HTTPS, AdmissionReview v1, allows everything). Per round and
-// configuration: n creates with -concurrency workers, then the objects are
-// deleted again (not timed). Policies and webhook configurations take effect
-// asynchronously, so after every change crdbench waits (bounded) until a
-// probe shows the new set in force: a probe policy, created after the
-// change, denies a dry-run probe object; the probe policy is deleted again
-// and the probe is then admitted, reaching the webhook if and only if the
-// webhook is configured; and a dry-run object that the measured policies
-// refuse (spec.size 101) is denied if and only if policies are bound.
+// resource, on one server. Configurations, each measured in every round:
+// no admission, 1 and 10 bound ValidatingAdmissionPolicies (each
+// `object.spec.size <= 100`, which every object passes, validationActions
+// [Deny]), and one validating webhook that crdbench serves on loopback
+// (allows everything). Per round and configuration: n creates with
+// -concurrency workers, then the objects are deleted (not timed). Admission
+// changes take effect asynchronously, so after each crdbench waits until
+// probes show the new set in force (see configure).
 
 import (
 	"cmp"
@@ -36,12 +28,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const (
@@ -53,9 +43,7 @@ const (
 	admProbeObj   = "crdbench-probe"      // the probe object (dry runs only)
 	admProbeBig   = "crdbench-probe-big"  // spec.size 101: refused by the measured policies
 	admExpression = "object.spec.size <= 100"
-	vapPath       = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
-	vapbPath      = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
-	vwcPath       = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+	admPath       = "/apis/admissionregistration.k8s.io/v1/"
 )
 
 // admRound is one round of one configuration.
@@ -121,216 +109,116 @@ func (r *admissionResult) config(key string) *admConfig {
 // admissionHook is the validating webhook: it allows every AdmissionReview
 // v1 it gets, counting calls, and the calls for the probe object apart.
 type admissionHook struct {
-	calls  atomic.Int64
-	probes atomic.Int64
-	bad    atomic.Int64
-	mu     sync.Mutex
-	protos map[string]int
-}
-
-func newAdmissionHook() *admissionHook {
-	return &admissionHook{protos: map[string]int{}}
+	mu                 sync.Mutex
+	calls, probes, bad int64
+	protos             map[string]int
 }
 
 func (h *admissionHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.calls.Add(1)
-	h.mu.Lock()
-	h.protos[r.Proto]++
-	h.mu.Unlock()
 	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	var review admissionv1.AdmissionReview
 	if err == nil {
 		err = json.Unmarshal(body, &review)
 	}
+	h.mu.Lock()
+	h.calls++
+	h.protos[r.Proto]++
 	if err != nil || review.Request == nil {
-		h.bad.Add(1)
+		h.bad++
+		h.mu.Unlock()
 		http.Error(w, "not an AdmissionReview v1 request", http.StatusBadRequest)
 		return
 	}
 	if strings.HasPrefix(review.Request.Name, admProbeObj) {
-		h.probes.Add(1)
+		h.probes++
 	}
-	out, _ := json.Marshal(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Response: &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true},
-	})
+	h.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(out)
+	fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":true}}`, review.Request.UID)
 }
 
-// admWidgetCRD is the Widget CRD of the admission group: v1 only, spec with
-// size (integer), color and tags.
-func admWidgetCRD() []byte {
-	crd := map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": admCRDName, "labels": map[string]string{"bench": "crdbench"}},
-		"spec": map[string]any{
-			"group": admGroup, "scope": "Namespaced",
-			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
-					"spec": map[string]any{"type": "object", "properties": map[string]any{
-						"size":  map[string]any{"type": "integer"},
-						"color": map[string]any{"type": "string"},
-						"tags":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
-					}},
-				}}}}},
-		},
-	}
-	b, _ := json.Marshal(crd)
-	return b
+// count is one of the hook's counters, read under its lock.
+func (h *admissionHook) count(c *int64) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return *c
+}
+
+// admCRD is the Widget CRD of the admission group: v1 only, spec with size
+// (integer), color and tags.
+var admCRD = []byte(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"` + admCRDName + `","labels":{"bench":"crdbench"}},
+ "spec":{"group":"` + admGroup + `","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
+  "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object",
+   "properties":{"size":{"type":"integer"},"color":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}}}}}}}}]}}`)
+
+// admObject is an admission object of kind (in admissionregistration.k8s.io/v1)
+// labelled bench=crdbench, with the rest of its fields.
+func admObject(kind, name, rest string) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"admissionregistration.k8s.io/v1","kind":%q,"metadata":{"name":%q,"labels":{"bench":"crdbench"}},%s}`, kind, name, rest)
 }
 
 // admRules are the rules of every policy and of the webhook: creates of the
 // Widgets of the admission group.
-func admRules() []any {
-	return []any{map[string]any{"apiGroups": []string{admGroup}, "apiVersions": []string{"v1"},
-		"operations": []string{"CREATE"}, "resources": []string{"widgets"}, "scope": "Namespaced"}}
-}
+const admRules = `[{"apiGroups":["` + admGroup + `"],"apiVersions":["v1"],"operations":["CREATE"],"resources":["widgets"],"scope":"Namespaced"}]`
 
 // admPolicy is a ValidatingAdmissionPolicy with one validation.
 func admPolicy(name, expression, message string) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-		"metadata": map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}},
-		"spec": map[string]any{
-			"failurePolicy":    "Fail",
-			"matchConstraints": map[string]any{"resourceRules": admRules()},
-			"validations":      []any{map[string]any{"expression": expression, "message": message}},
-		},
-	})
-	return b
+	return admObject("ValidatingAdmissionPolicy", name, fmt.Sprintf(`"spec":{"failurePolicy":"Fail","matchConstraints":{"resourceRules":%s},`+
+		`"validations":[{"expression":%q,"message":%q}]}`, admRules, expression, message))
 }
 
 // admBinding binds the policy of the same name, validationActions [Deny].
 func admBinding(name string) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-		"metadata": map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}},
-		"spec":     map[string]any{"policyName": name, "validationActions": []string{"Deny"}},
-	})
-	return b
+	return admObject("ValidatingAdmissionPolicyBinding", name, fmt.Sprintf(`"spec":{"policyName":%q,"validationActions":["Deny"]}`, name))
 }
 
 // admWebhookConfig is the ValidatingWebhookConfiguration of crdbench's
 // webhook: url and caBundle, sideEffects None, admissionReviewVersions [v1].
 func admWebhookConfig(url string, caPEM []byte) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-		"metadata": map[string]any{"name": admHookName, "labels": map[string]string{"bench": "crdbench"}},
-		"webhooks": []any{map[string]any{
-			"name":                    "allow." + admGroup,
-			"clientConfig":            map[string]any{"url": url, "caBundle": base64.StdEncoding.EncodeToString(caPEM)},
-			"rules":                   admRules(),
-			"failurePolicy":           "Fail",
-			"matchPolicy":             "Equivalent",
-			"sideEffects":             "None",
-			"timeoutSeconds":          10,
-			"admissionReviewVersions": []string{"v1"},
-		}},
-	})
-	return b
+	return admObject("ValidatingWebhookConfiguration", admHookName, fmt.Sprintf(`"webhooks":[{"name":"allow.%s","clientConfig":{"url":%q,"caBundle":%q},`+
+		`"rules":%s,"failurePolicy":"Fail","matchPolicy":"Equivalent","sideEffects":"None","timeoutSeconds":10,"admissionReviewVersions":["v1"]}]`,
+		admGroup, url, base64.StdEncoding.EncodeToString(caPEM), admRules))
 }
 
 func admPolicyName(i int) string { return fmt.Sprintf("%s%02d", admPrefix, i) }
 
+// loadavg is the 1, 5 and 15 minute load averages, "0.52 0.58 0.59".
 func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
+	b, _ := os.ReadFile("/proc/loadavg")
 	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 func load1() float64 {
-	f := strings.Fields(loadavg())
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
+	v, _ := strconv.ParseFloat(strings.Fields(loadavg() + " 0")[0], 64)
 	return v
 }
 
-// parseCounts parses "0,1,10" into distinct counts in [0, 50].
-func parseCounts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
+// admConfigs are the configurations of "0,1,10" (distinct counts in [0,
+// 50]) and the webhook if asked for, and their keys in that order.
+func admConfigs(counts string, webhook bool) ([]admConfig, []string, error) {
+	var configs []admConfig
+	var order []string
+	for _, f := range strings.Split(counts, ",") {
+		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
-		v, err := strconv.Atoi(f)
-		if err != nil || v < 0 || v > 50 {
-			return nil, fmt.Errorf("-policies: %q is not a count from 0 to 50", f)
+		k, err := strconv.Atoi(f)
+		key := "p" + strconv.Itoa(k)
+		if err != nil || k < 0 || k > 50 || slices.Contains(order, key) {
+			return nil, nil, fmt.Errorf("-policies: %q: want distinct counts from 0 to 50", f)
 		}
-		if slices.Contains(out, v) {
-			return nil, fmt.Errorf("-policies: %d given twice", v)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-// admConfigs are the configurations measured: each number of policies,
-// then the webhook if asked for; and their keys in that order.
-func admConfigs(policyCounts []int, webhook bool) ([]admConfig, []string) {
-	var configs []admConfig
-	for _, k := range policyCounts {
-		label := fmt.Sprintf("%d policies", k)
-		switch k {
-		case 0:
-			label = "no admission (0 policies)"
-		case 1:
-			label = "1 policy"
-		}
-		configs = append(configs, admConfig{Key: "p" + strconv.Itoa(k), Name: label, Policies: k})
+		name := cmp.Or(map[int]string{0: "no admission (0 policies)", 1: "1 policy"}[k], strconv.Itoa(k)+" policies")
+		configs, order = append(configs, admConfig{Key: key, Name: name, Policies: k}), append(order, key)
 	}
 	if webhook {
-		configs = append(configs, admConfig{Key: "webhook", Name: "1 webhook (0 policies)", Webhook: true})
+		configs, order = append(configs, admConfig{Key: "webhook", Name: "1 webhook (0 policies)", Webhook: true}), append(order, "webhook")
 	}
-	order := make([]string, 0, len(configs))
-	for _, cf := range configs {
-		order = append(order, cf.Key)
+	if len(configs) == 0 {
+		return nil, nil, errors.New("nothing to measure: -policies is empty and -webhook=false")
 	}
-	return configs, order
-}
-
-// countExisting records how many admission objects of others the server
-// has (they are evaluated too).
-func (a *admRun) countExisting() error {
-	for _, x := range []struct{ key, path string }{
-		{"validatingadmissionpolicies", vapPath}, {"validatingadmissionpolicybindings", vapbPath},
-		{"validatingwebhookconfigurations", vwcPath},
-		{"mutatingwebhookconfigurations", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"},
-	} {
-		code, b, err := a.do(http.MethodGet, a.c.base+x.path, nil, 30*time.Second)
-		if err != nil || code != http.StatusOK {
-			a.fail("list-"+x.key, http.MethodGet, a.c.base+x.path, code, b, err)
-			return fmt.Errorf("could not list %s", x.key)
-		}
-		var list struct{ Items []json.RawMessage }
-		_ = json.Unmarshal(b, &list)
-		a.res.Existing[x.key] = len(list.Items)
-	}
-	return nil
-}
-
-// createFailures are the first failed create of each round of each
-// configuration.
-func (r *admissionResult) createFailures() []failure {
-	var out []failure
-	for _, cf := range r.Configs {
-		for _, round := range cf.Rounds {
-			if round.Create.FirstError != nil {
-				out = append(out, *round.Create.FirstError)
-			}
-		}
-	}
-	return out
+	return configs, order, nil
 }
 
 func runAdmission(args []string) error {
@@ -356,7 +244,7 @@ func runAdmission(args []string) error {
 	)
 	fs.Var(&pids, "pid", "name=PID of a server process whose CPU time is counted (repeatable; kube: kube-apiserver and etcd)")
 	_ = fs.Parse(args)
-	policyCounts, err := parseCounts(*counts)
+	configs, order, err := admConfigs(*counts, *webhook)
 	if err != nil {
 		return err
 	}
@@ -372,9 +260,6 @@ func runAdmission(args []string) error {
 	}); err != nil {
 		return err
 	}
-	if len(policyCounts) == 0 && !*webhook {
-		return errors.New("nothing to measure: -policies is empty and -webhook=false")
-	}
 	c, err := connect(*server, t, *conc)
 	if err != nil {
 		return err
@@ -382,46 +267,29 @@ func runAdmission(args []string) error {
 	// Interrupted, crdbench still removes what it configured.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	base := c.base
-	var procs []pidSpec
-	for _, p := range pids {
-		procs = append(procs, pidSpec{p.name, p.pid, true})
-	}
-	meter := cpuMeter{pids: procs, hz: clockTicks()}
-	ns := *namespace
-	nsURL := base + "/api/v1/namespaces/" + ns
+	meter := countedPIDs(pids, nil)
+	ns, base := *namespace, c.base
 	coll := base + "/apis/" + admGroup + "/v1/namespaces/" + ns + "/widgets"
-	crdURL := base + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + admCRDName
 	l := &loader{apiVersion: admGroup + "/v1", kind: "Widget"}
 	res := &admissionResult{Server: base, Name: *name, ClientCert: t.cert != "", Date: time.Now().UTC().Format(time.RFC3339),
 		Namespace: ns, CRD: admCRDName, N: *n, Rounds: *rounds, Concurrency: *conc, Warmup: *warmup,
-		BodyBytes: len(l.body("w-webhook-1-00000", 0)), Expression: admExpression, ClockTicks: meter.hz,
-		LoadStart: loadavg(), Existing: map[string]int{}}
-	res.Configs, res.Order = admConfigs(policyCounts, *webhook)
-	maxPolicies := slices.Max(append(slices.Clone(policyCounts), 0))
-
-	// The webhook, on loopback over TLS.
-	hook := newAdmissionHook()
+		BodyBytes: len(l.body("w-webhook-1-00000", 0)), Expression: admExpression, ClockTicks: userHZ,
+		LoadStart: loadavg(), Existing: map[string]int{}, Configs: configs, Order: order}
+	hook := &admissionHook{protos: map[string]int{}}
 	hookBase, certPEM, hsrv, err := serveTLS("crdbench-admission-webhook", hook)
 	if err != nil {
 		return err
 	}
 	defer hsrv.Close()
 	res.WebhookURL = hookBase + "/"
-
-	a := &admRun{ctx: ctx, c: c, res: res, hook: hook, caPEM: certPEM, coll: coll, waitFor: *waitFor, maxPolicies: maxPolicies}
-	nsCreated, crdCreated := false, false
-
+	a := &admRun{ctx: ctx, c: c, res: res, hook: hook, caPEM: certPEM, coll: coll, waitFor: *waitFor}
+	var made [][2]string // what of the namespace and the CRD was created, and its URL
 	finish := func(err error) error {
 		a.removeAll()
-		if *cleanup {
+		if *cleanup && len(made) > 0 {
 			var parts []string
-			if nsCreated {
-				parts = append(parts, c.deleteAndWait("namespace", nsURL, *cleanupWait))
-			}
-			if crdCreated {
-				parts = append(parts, c.deleteAndWait("CRD "+admCRDName, crdURL, *cleanupWait))
+			for _, x := range made {
+				parts = append(parts, c.deleteAndWait(x[0], x[1], *cleanupWait))
 			}
 			res.Cleanup = strings.Join(parts, "; ")
 			log.Printf("cleanup: %s", res.Cleanup)
@@ -434,62 +302,73 @@ func runAdmission(args []string) error {
 		if err == nil && ctx.Err() != nil {
 			err = errors.New("interrupted")
 		}
-		res.Failures = append(res.Failures, res.createFailures()...)
+		for _, cf := range res.Configs {
+			for _, rd := range cf.Rounds {
+				res.Failures = append(res.Failures, firstError(rd.Create)...)
+			}
+		}
 		return done(*jsonOut, res, &res.Error, res.Failures, err)
 	}
 
-	// Others' admission objects, for the record (they would be evaluated too).
-	if err := a.countExisting(); err != nil {
-		return finish(err)
+	// Others' admission objects, for the record (they are evaluated too).
+	for _, kind := range []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings", "validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
+		code, b, err := a.do(http.MethodGet, base+admPath+kind, nil)
+		if err != nil || code != http.StatusOK {
+			a.fail("list-"+kind, http.MethodGet, base+admPath+kind, code, b, err)
+			return finish(fmt.Errorf("could not list %s", kind))
+		}
+		var list struct{ Items []json.RawMessage }
+		_ = json.Unmarshal(b, &list)
+		res.Existing[kind] = len(list.Items)
 	}
-
 	// The namespace and the CRD: neither may exist (they could be someone else's).
-	if f, err := c.create(ctx, "namespace", "namespace "+ns, base+"/api/v1/namespaces", namespaceBody(ns)); err != nil {
-		res.Failures = append(res.Failures, *f)
-		return finish(err)
+	for _, x := range []struct {
+		phase, what, coll, name string
+		body                    []byte
+	}{{"namespace", "namespace", "/api/v1/namespaces", ns, namespaceBody(ns)}, {"create-crd", "CRD " + admCRDName, crdPath, admCRDName, admCRD}} {
+		if f, err := c.create(ctx, x.phase, x.what, base+x.coll, x.body); err != nil {
+			res.Failures = append(res.Failures, *f)
+			return finish(err)
+		}
+		made = append(made, [2]string{x.what, base + x.coll + "/" + x.name})
 	}
-	nsCreated = true
-	if f, err := c.create(ctx, "create-crd", "CRD "+admCRDName, base+crdPath, admWidgetCRD()); err != nil {
-		res.Failures = append(res.Failures, *f)
-		return finish(err)
-	}
-	crdCreated = true
 	if err := c.waitEstablished(ctx, admCRDName, *waitFor); err != nil {
 		return finish(err)
 	}
 
-	// Creates and deletes of one round (or the warm-up).
-	names := func(key string, round int) func(i int) string {
-		return func(i int) string { return fmt.Sprintf("w-%s-%d-%05d", key, round, i) }
-	}
-	creates := func(label string, count int, name func(int) string) phase {
+	// phases are count creates, then deletes, of objects named
+	// w-KEY-ROUND-00000…, the creates measured into rd (if not nil).
+	phases := func(label string, count int, key string, round int, rd *admRound) (p, d phase) {
+		name := func(i int) string { return fmt.Sprintf("w-%s-%d-%05d", key, round, i) }
 		bodies := make([][]byte, count)
 		for i := range bodies {
 			bodies[i] = l.body(name(i), i)
 		}
-		return c.phase(ctx, label, count, *conc, *phaseLimit, func(i int) request {
+		calls, s := hook.count(&hook.calls), meter.snap()
+		p = c.phase(ctx, "create-"+label, count, *conc, *phaseLimit, func(i int) request {
 			return request{http.MethodPost, coll, bodies[i], []int{http.StatusCreated}}
 		}, nil)
-	}
-	deletes := func(label string, count int, name func(int) string) phase {
-		return c.phase(ctx, label, count, *conc, *phaseLimit, func(i int) request {
+		if rd != nil {
+			rd.Create, rd.WebhookCalls, rd.Load1 = p, hook.count(&hook.calls)-calls, load1()
+			if rd.CPU = meter.since(s); rd.CPU != nil && rd.CPU.Error == "" && p.Requests > 0 {
+				rd.CPUPerCreate = math3(rd.CPU.TotalSec * 1e6 / float64(p.Requests))
+			}
+		}
+		d = c.phase(ctx, "delete-"+label, count, *conc, *phaseLimit, func(i int) request {
 			return request{http.MethodDelete, coll + "/" + name(i), nil, []int{http.StatusOK, http.StatusAccepted, http.StatusNotFound}}
 		}, nil)
+		if d.FirstError != nil {
+			res.Failures = append(res.Failures, *d.FirstError)
+		}
+		return p, d
 	}
 	if *warmup > 0 {
 		log.Printf("warm-up: %d creates and deletes, no admission configured", *warmup)
-		p := creates("warmup-create", *warmup, names("warmup", 0))
-		d := deletes("warmup-delete", *warmup, names("warmup", 0))
-		if p.Errors > 0 || d.Errors > 0 {
-			for _, f := range []*failure{p.FirstError, d.FirstError} {
-				if f != nil {
-					res.Failures = append(res.Failures, *f)
-				}
-			}
+		if p, d := phases("warmup", *warmup, "warmup", 0, nil); p.Errors > 0 || d.Errors > 0 {
+			res.Failures = append(res.Failures, firstError(p)...)
 			return finish(fmt.Errorf("warm-up: %d of %d creates and %d of %d deletes failed", p.Errors, p.Requests, d.Errors, d.Requests))
 		}
 	}
-
 	for r := 1; r <= *rounds; r++ {
 		for k := range res.Configs {
 			cf := &res.Configs[k]
@@ -497,38 +376,21 @@ func runAdmission(args []string) error {
 			if err := a.configure(cf); err != nil {
 				return finish(fmt.Errorf("round %d, %s: %w", r, cf.Name, err))
 			}
-			rd := admRound{Round: r, SettleSec: math3(time.Since(t0).Seconds())}
-			name := names(cf.Key, r)
+			cf.Rounds = append(cf.Rounds, admRound{Round: r, SettleSec: math3(time.Since(t0).Seconds())})
+			rd := &cf.Rounds[len(cf.Rounds)-1]
 			log.Printf("round %d, %s (in force after %.2f s): %d creates with %d workers", r, cf.Name, rd.SettleSec, *n, *conc)
-			calls := hook.calls.Load()
-			s := meter.snap()
-			rd.Create = creates(fmt.Sprintf("create-%s-%d", cf.Key, r), *n, name)
-			if len(procs) > 0 {
-				rd.CPU = cpuBetween(procs, s, meter.snap(), meter.hz)
-				if rd.CPU.Error == "" && rd.Create.Requests > 0 {
-					rd.CPUPerCreate = math3(rd.CPU.TotalSec * 1e6 / float64(rd.Create.Requests))
-				}
-			}
-			rd.WebhookCalls = hook.calls.Load() - calls
-			rd.Load1 = load1()
-			d := deletes(fmt.Sprintf("delete-%s-%d", cf.Key, r), *n, name)
+			_, d := phases(fmt.Sprintf("%s-%d", cf.Key, r), *n, cf.Key, r, rd)
 			rd.DeleteSec, rd.DeleteErrors = math3(d.WallSec), d.Errors
-			cf.Rounds = append(cf.Rounds, rd)
 			log.Printf("round %d, %s: %.1f creates/s, p50 %.2f ms, p99 %.2f ms, %d errors, %d webhook calls, load %.2f",
 				r, cf.Name, rd.Create.PerSecond, rd.Create.P50Ms, rd.Create.P99Ms, rd.Create.Errors, rd.WebhookCalls, rd.Load1)
-			if d.Errors > 0 && d.FirstError != nil {
-				res.Failures = append(res.Failures, *d.FirstError)
-			}
 			if rd.Create.Aborted || ctx.Err() != nil {
 				return finish(fmt.Errorf("round %d, %s: creates aborted", r, cf.Name))
 			}
-			if want := int64(0); cf.Webhook {
-				want = int64(rd.Create.Requests)
-				if rd.WebhookCalls < want-int64(rd.Create.Errors) {
-					res.Failures = append(res.Failures, failure{Phase: rd.Create.Name,
-						Error: fmt.Sprintf("the webhook was called %d times for %d creates", rd.WebhookCalls, rd.Create.Requests)})
-				}
-			} else if rd.WebhookCalls != 0 {
+			switch {
+			case cf.Webhook && rd.WebhookCalls < int64(rd.Create.Requests-rd.Create.Errors):
+				res.Failures = append(res.Failures, failure{Phase: rd.Create.Name,
+					Error: fmt.Sprintf("the webhook was called %d times for %d creates", rd.WebhookCalls, rd.Create.Requests)})
+			case !cf.Webhook && rd.WebhookCalls != 0:
 				res.Failures = append(res.Failures, failure{Phase: rd.Create.Name,
 					Error: fmt.Sprintf("the webhook was called %d times with no webhook configured", rd.WebhookCalls)})
 			}
@@ -540,27 +402,191 @@ func runAdmission(args []string) error {
 	return finish(nil)
 }
 
+// medians are the configuration's figures over the rounds that had no
+// failed create.
+func (cf *admConfig) medians() {
+	var ps, p50, p99, cpu []float64
+	for _, rd := range cf.Rounds {
+		if rd.Create.Errors == 0 && !rd.Create.Aborted {
+			ps, p50, p99 = append(ps, rd.Create.PerSecond), append(p50, rd.Create.P50Ms), append(p99, rd.Create.P99Ms)
+			if rd.CPUPerCreate > 0 {
+				cpu = append(cpu, rd.CPUPerCreate)
+			}
+		}
+	}
+	cf.GoodRounds = len(ps)
+	cf.PerSecond, cf.P50Ms, cf.P99Ms = math3(median(ps)), math3(median(p50)), math3(median(p99))
+	if len(cpu) == len(ps) {
+		cf.CPUPerCreate = math3(median(cpu))
+	}
+}
+
+// admRun is one admission run's connection to the server: what it created
+// (admission objects, in creation order, removed in reverse at the end) and
+// how it waits for a configuration to be in force.
+type admRun struct {
+	ctx     context.Context
+	c       *client
+	res     *admissionResult
+	hook    *admissionHook
+	caPEM   []byte
+	coll    string
+	waitFor time.Duration
+	created []admObj
+}
+
+// do sends one request, bounded by the run's context and 30 s.
+func (a *admRun) do(method, url string, body []byte) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+	defer cancel()
+	return a.c.do(ctx, method, url, body)
+}
+
+func (a *admRun) fail(phaseName, method, url string, code int, b []byte, err error) {
+	a.res.Failures = append(a.res.Failures, *a.c.fail(phaseName, method, url, code, b, err))
+}
+
+// admObj is an admission object: its kind's plural (in admPath), its name,
+// its short kind in failures' phases and its body.
+type admObj struct {
+	kind, name, short string
+	body              []byte
+}
+
+func (o admObj) url(base string) string { return base + admPath + o.kind + "/" + o.name }
+
+func admPolicyObjs(name, expression, message string) []admObj {
+	return []admObj{{"validatingadmissionpolicies", name, "policy", admPolicy(name, expression, message)},
+		{"validatingadmissionpolicybindings", name, "binding", admBinding(name)}}
+}
+
+// remove deletes the i-th object the run created (a 404 is fine) within
+// 30 s of ctx, and forgets it; failed, it says why.
+func (a *admRun) remove(ctx context.Context, i int) string {
+	o := a.created[i]
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	code, b, err := a.c.do(ctx, http.MethodDelete, o.url(a.c.base), nil)
+	if err != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
+		a.fail("delete-"+o.short, http.MethodDelete, o.url(a.c.base), code, b, err)
+		return fmt.Sprintf("%s%s/%s (HTTP %d %v)", admPath, o.kind, o.name, code, err)
+	}
+	a.created = slices.Delete(a.created, i, i+1)
+	return ""
+}
+
+// sync makes the admission objects the run created those of want: the
+// others deleted (latest first), the missing ones created (in order). One
+// that exists already is left alone (it could be someone else's).
+func (a *admRun) sync(want []admObj) error {
+	same := func(o admObj) func(admObj) bool {
+		return func(x admObj) bool { return x.kind == o.kind && x.name == o.name }
+	}
+	for i := len(a.created) - 1; i >= 0; i-- {
+		if !slices.ContainsFunc(want, same(a.created[i])) {
+			if why := a.remove(a.ctx, i); why != "" {
+				return errors.New("could not delete " + why)
+			}
+		}
+	}
+	for _, o := range want {
+		if !slices.ContainsFunc(a.created, same(o)) {
+			f, err := a.c.create(a.ctx, "create-"+o.short, admPath+o.kind+"/"+o.name, a.c.base+admPath+o.kind, o.body)
+			if err != nil {
+				a.res.Failures = append(a.res.Failures, *f)
+				return err
+			}
+			a.created = append(a.created, o)
+		}
+	}
+	return nil
+}
+
+// removeAll deletes every admission object the run created, with a context
+// of its own (the run's may be cancelled), and records what it did.
+func (a *admRun) removeAll() {
+	var left []string
+	n := len(a.created)
+	for i := n - 1; i >= 0; i-- {
+		if why := a.remove(context.Background(), i); why != "" {
+			left = append(left, why)
+		}
+	}
+	if n > 0 {
+		a.res.Removed = fmt.Sprintf("%d deleted", n-len(left))
+		if len(left) > 0 {
+			a.res.Removed += "; NOT deleted: " + strings.Join(left, ", ")
+			a.res.Failures = append(a.res.Failures, failure{Phase: "remove-admission", Error: "left behind: " + strings.Join(left, ", ")})
+		}
+		log.Printf("admission objects: %s", a.res.Removed)
+	}
+}
+
+// poll sends a dry-run create of a probe object (spec.size size) every 50
+// ms until check holds of whether it was admitted, whether the webhook saw
+// it and the answer, within -wait.
+func (a *admRun) poll(what, objName string, size int, check func(admitted, sawHook bool, body string) bool) error {
+	obj := fmt.Appendf(nil, `{"apiVersion":"%s/v1","kind":"Widget","metadata":{"name":%q},"spec":{"size":%d}}`, admGroup, objName, size)
+	for deadline := time.Now().Add(a.waitFor); ; time.Sleep(50 * time.Millisecond) {
+		before := a.hook.count(&a.hook.probes)
+		code, b, err := a.do(http.MethodPost, a.coll+"?dryRun=All", obj)
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		saw := a.hook.count(&a.hook.probes) > before
+		if check(err == nil && code == http.StatusCreated, saw, string(b)) {
+			return nil
+		}
+		if err := a.ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not within %v (last answer: HTTP %d %s; webhook saw it: %v)", what, a.waitFor, code, truncate(b, 300), saw)
+		}
+	}
+}
+
+// configure makes the admission objects those of cf, then waits until
+// probes show them in force: a probe policy, created after the change,
+// denies a dry-run probe object (so the server's caches hold everything
+// before it); once the probe policy is deleted again the probe is
+// admitted, reaching the webhook exactly when one is configured; and a
+// dry-run object of spec.size 101 is denied exactly when policies are bound.
+func (a *admRun) configure(cf *admConfig) error {
+	var want []admObj
+	for i := range cf.Policies {
+		want = append(want, admPolicyObjs(admPolicyName(i), admExpression, "spec.size must be at most 100")...)
+	}
+	if cf.Webhook {
+		want = append(want, admObj{"validatingwebhookconfigurations", admHookName, "webhook-config", admWebhookConfig(a.res.WebhookURL, a.caPEM)})
+	}
+	probe := append(slices.Clone(want), admPolicyObjs(admProbeName, "object.metadata.name != '"+admProbeObj+"'", "crdbench probe")...)
+	if err := a.sync(want); err != nil {
+		return err
+	}
+	if err := a.sync(probe); err != nil {
+		return err
+	}
+	if err := a.poll("the probe policy denies the probe", admProbeObj, 1, func(ok, _ bool, b string) bool {
+		return !ok && strings.Contains(b, "'"+admProbeName+"'")
+	}); err != nil {
+		return err
+	}
+	if err := a.sync(want); err != nil {
+		return err
+	}
+	if err := a.poll(fmt.Sprintf("the probe is admitted again, through the webhook: %v", cf.Webhook), admProbeObj, 1, func(ok, saw bool, _ string) bool {
+		return ok && saw == cf.Webhook
+	}); err != nil {
+		return err
+	}
+	return a.poll(fmt.Sprintf("spec.size 101 denied: %v", cf.Policies > 0), admProbeBig, 101, func(ok, _ bool, b string) bool {
+		return ok == (cf.Policies == 0) && (ok || strings.Contains(b, "ValidatingAdmissionPolicy '"+admPrefix))
+	})
+}
+
 // admSide is the admission benchmark of one server (admission-NAME.json).
 type admSide sideOf[admissionResult]
-
-// cfgVal is a median of one configuration, or why there is none.
-func (s admSide) cfgVal(key string, f func(*admConfig) (float64, bool), prec int, unit string) val {
-	if s.res == nil {
-		return none(s.why)
-	}
-	cf := s.res.config(key)
-	if cf == nil || len(cf.Rounds) == 0 {
-		return none("not reached")
-	}
-	if cf.GoodRounds == 0 {
-		return none("**failed** (see Failures)")
-	}
-	v, ok := f(cf)
-	if !ok {
-		return none("not measured")
-	}
-	return num(v, prec, unit)
-}
 
 // admissionReport writes the admission section (crdserver beside
 // kube-apiserver) and returns its failures.
@@ -570,11 +596,6 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 		return nil
 	}
 	first := cmp.Or(c.res, k.res)
-	sides := []struct {
-		name string
-		s    admSide
-	}{{"crdserver", c}, {"kube-apiserver", k}}
-
 	var order []string
 	for _, cf := range first.Configs {
 		order = append(order, cf.Name)
@@ -591,25 +612,32 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 		"of kube-apiserver + etcd.\n\n",
 		first.CRD, first.BodyBytes, first.Expression, first.Rounds, strings.Join(order, " → "), commas(first.N), first.Concurrency)
 
-	// Each configuration's medians, and their cost against no admission.
+	// Each configuration's medians, and their cost against no admission (p0).
 	t := newTable("configuration", "crdserver", "kube-apiserver", "ratio")
 	var fs []fig[admSide]
 	for _, cf := range first.Configs {
-		get := func(f func(*admConfig) float64, prec int, unit string) func(admSide) val {
-			return func(s admSide) val {
-				return s.cfgVal(cf.Key, func(x *admConfig) (float64, bool) { return f(x), f(x) > 0 }, prec, unit)
-			}
+		get := func(metric string, f func(*admConfig) float64, prec int, unit string) {
+			fs = append(fs, fig[admSide]{metric, func(s admSide) val {
+				x := orZero(s.res).config(cf.Key)
+				switch {
+				case s.res == nil:
+					return none(s.why)
+				case x == nil || len(x.Rounds) == 0:
+					return none("not reached")
+				case x.GoodRounds == 0:
+					return none("**failed** (see Failures)")
+				case f(x) <= 0:
+					return none("not measured")
+				}
+				return num(f(x), prec, unit)
+			}, ratio})
 		}
-		fs = append(fs, fig[admSide]{cf.Name + ": creates/s", get(func(x *admConfig) float64 { return x.PerSecond }, 1, ""), ratio},
-			fig[admSide]{"… p50", get(func(x *admConfig) float64 { return x.P50Ms }, 2, " ms"), ratio},
-			fig[admSide]{"… p99", get(func(x *admConfig) float64 { return x.P99Ms }, 2, " ms"), ratio},
-			fig[admSide]{"… server CPU per create", get(func(x *admConfig) float64 { return x.CPUPerCreate / 1000 }, 3, " ms"), ratio})
-		if cf.Key == "p0" {
-			continue
-		}
-		// rel is this configuration against no admission (p0).
-		rel := func(f func(b, x *admConfig) string) func(admSide) val {
-			return func(s admSide) val {
+		get(cf.Name+": creates/s", func(x *admConfig) float64 { return x.PerSecond }, 1, "")
+		get("… p50", func(x *admConfig) float64 { return x.P50Ms }, 2, " ms")
+		get("… p99", func(x *admConfig) float64 { return x.P99Ms }, 2, " ms")
+		get("… server CPU per create", func(x *admConfig) float64 { return x.CPUPerCreate / 1000 }, 3, " ms")
+		rel := func(metric string, f func(b, x *admConfig) string) {
+			fs = append(fs, fig[admSide]{metric, func(s admSide) val {
 				if s.res == nil {
 					return label(s.why)
 				}
@@ -618,257 +646,55 @@ func admissionReport(dir string, p func(string, ...any)) (fails []string) {
 					return label("–")
 				}
 				return label(f(b, x))
-			}
+			}, nil})
 		}
-		fs = append(fs, fig[admSide]{"… creates/s against no admission", rel(func(b, x *admConfig) string { return fmt.Sprintf("%.2f×", x.PerSecond/b.PerSecond) }), nil},
-			fig[admSide]{"… p50 against no admission", rel(func(b, x *admConfig) string { return fmt.Sprintf("%+.2f ms", x.P50Ms-b.P50Ms) }), nil},
-			fig[admSide]{"… server CPU per create against no admission", rel(func(b, x *admConfig) string {
-				if b.CPUPerCreate <= 0 || x.CPUPerCreate <= 0 {
+		if cf.Key != "p0" {
+			rel("… creates/s against no admission", func(b, x *admConfig) string { return fmt.Sprintf("%.2f×", x.PerSecond/b.PerSecond) })
+			rel("… p50 against no admission", func(b, x *admConfig) string { return fmt.Sprintf("%+.2f ms", x.P50Ms-b.P50Ms) })
+			rel("… server CPU per create against no admission", func(b, x *admConfig) string {
+				d := x.CPUPerCreate - b.CPUPerCreate
+				switch {
+				case b.CPUPerCreate <= 0 || x.CPUPerCreate <= 0:
 					return "–"
+				case x.Policies > 1:
+					return fmt.Sprintf("%+.0f µs (%+.0f µs per policy)", d, d/float64(x.Policies))
 				}
-				cpu := fmt.Sprintf("%+.0f µs", x.CPUPerCreate-b.CPUPerCreate)
-				if x.Policies > 1 {
-					cpu += fmt.Sprintf(" (%+.0f µs per policy)", (x.CPUPerCreate-b.CPUPerCreate)/float64(x.Policies))
-				}
-				return cpu
-			}), nil})
+				return fmt.Sprintf("%+.0f µs", d)
+			})
+		}
 	}
 	figs(t, fs, c, k)
 	p("%s\n", t)
 
-	// Round by round, with the load average.
+	// Round by round, with the load average; then each server's run.
 	t = newTable("server", "configuration", "creates/s by round", "p50 by round", "1-min load average after each round", "configuring + probes before it (s)")
-	for _, x := range sides {
-		if x.s.res == nil {
-			continue
-		}
-		for _, cf := range x.s.res.Configs {
+	for i, s := range []admSide{c, k} {
+		for _, cf := range orZero(s.res).Configs {
 			var rs, p50, ld, st []string
 			for _, rd := range cf.Rounds {
-				rs = append(rs, fmt.Sprintf("%.0f", rd.Create.PerSecond))
-				p50 = append(p50, fmt.Sprintf("%.2f", rd.Create.P50Ms))
-				ld = append(ld, fmt.Sprintf("%.2f", rd.Load1))
-				st = append(st, fmt.Sprintf("%.1f", rd.SettleSec))
+				rs, p50 = append(rs, fmt.Sprintf("%.0f", rd.Create.PerSecond)), append(p50, fmt.Sprintf("%.2f", rd.Create.P50Ms))
+				ld, st = append(ld, fmt.Sprintf("%.2f", rd.Load1)), append(st, fmt.Sprintf("%.1f", rd.SettleSec))
 			}
-			t.row(x.name, cf.Name, strings.Join(rs, ", "), strings.Join(p50, ", ")+" ms", strings.Join(ld, ", "), strings.Join(st, ", "))
+			t.row([]string{"crdserver", "kube-apiserver"}[i], cf.Name, strings.Join(rs, ", "), strings.Join(p50, ", ")+" ms", strings.Join(ld, ", "), strings.Join(st, ", "))
 		}
 	}
 	p("%s\n", t)
-	for _, x := range sides {
-		if x.s.res == nil {
-			continue
+	for i, s := range []admSide{c, k} {
+		if r := s.res; r != nil {
+			var others, protos []string
+			for _, key := range []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings", "validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
+				others = append(others, fmt.Sprintf("%d %s", r.Existing[key], key))
+			}
+			for _, pr := range slices.Sorted(maps.Keys(r.HookProtos)) {
+				protos = append(protos, fmt.Sprintf("%s (%s calls)", pr, commas(r.HookProtos[pr])))
+			}
+			name := []string{"crdserver", "kube-apiserver"}[i]
+			p("- %s (%s, %s): started %s; load average (1/5/15 min) %s at the start, %s at the end; others' admission objects at the start: %s; "+
+				"webhook calls (probes included) arrived over %s.\n",
+				name, r.Server, r.Protocol, r.Date, r.LoadStart, r.LoadEnd, strings.Join(others, ", "), strings.Join(protos, ", "))
+			fails = append(fails, workloadFailures(name, "admission", r.Error, r.Failures)...)
 		}
-		r := x.s.res
-		var others []string
-		for _, key := range []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings", "validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
-			others = append(others, fmt.Sprintf("%d %s", r.Existing[key], key))
-		}
-		var protos []string
-		for _, pr := range slices.Sorted(maps.Keys(r.HookProtos)) {
-			protos = append(protos, fmt.Sprintf("%s (%s calls)", pr, commas(r.HookProtos[pr])))
-		}
-		p("- %s (%s, %s): started %s; load average (1/5/15 min) %s at the start, %s at the end; others' admission objects at the start: %s; "+
-			"webhook calls (probes included) arrived over %s.\n",
-			x.name, r.Server, r.Protocol, r.Date, r.LoadStart, r.LoadEnd, strings.Join(others, ", "), strings.Join(protos, ", "))
-		fails = append(fails, workloadFailures(x.name, "admission", r.Error, r.Failures)...)
 	}
 	p("\n")
 	return fails
-}
-
-// admRun is one admission run's connection to the server: what it created
-// (admission objects, in creation order, removed in reverse at the end) and
-// how it waits for a configuration to be in force.
-type admRun struct {
-	ctx         context.Context
-	c           *client
-	res         *admissionResult
-	hook        *admissionHook
-	caPEM       []byte
-	coll        string
-	waitFor     time.Duration
-	maxPolicies int
-	created     []string
-}
-
-// do sends one request, bounded by the run's context and limit.
-func (a *admRun) do(method, url string, body []byte, limit time.Duration) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(a.ctx, limit)
-	defer cancel()
-	return a.c.do(ctx, method, url, body)
-}
-
-func (a *admRun) fail(phaseName, method, url string, code int, b []byte, err error) {
-	a.res.Failures = append(a.res.Failures, *a.c.fail(phaseName, method, url, code, b, err))
-}
-
-func (a *admRun) has(url string) bool { return slices.Contains(a.created, url) }
-
-// createObj creates an admission object; one that exists already is left
-// alone (it could be someone else's).
-func (a *admRun) createObj(phaseName, collURL, objName string, body []byte) error {
-	if f, err := a.c.create(a.ctx, phaseName, strings.TrimPrefix(collURL+"/"+objName, a.c.base), collURL, body); err != nil {
-		a.res.Failures = append(a.res.Failures, *f)
-		return err
-	}
-	a.created = append(a.created, collURL+"/"+objName)
-	return nil
-}
-
-func (a *admRun) deleteObj(phaseName, url string) error {
-	code, b, err := a.do(http.MethodDelete, url, nil, 30*time.Second)
-	if err != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
-		a.fail(phaseName, http.MethodDelete, url, code, b, err)
-		return fmt.Errorf("%s: could not delete %s (HTTP %d)", phaseName, strings.TrimPrefix(url, a.c.base), code)
-	}
-	a.created = slices.DeleteFunc(a.created, func(s string) bool { return s == url })
-	return nil
-}
-
-// removeAll deletes every admission object the run created, with a context
-// of its own (the run's may be cancelled), and records what it did.
-func (a *admRun) removeAll() {
-	var removed, left []string
-	for i := len(a.created) - 1; i >= 0; i-- {
-		u := a.created[i]
-		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		code, b, derr := a.c.do(rctx, http.MethodDelete, u, nil)
-		cancel()
-		if derr != nil || (code != http.StatusOK && code != http.StatusAccepted && code != http.StatusNotFound) {
-			left = append(left, fmt.Sprintf("%s (HTTP %d %v %s)", strings.TrimPrefix(u, a.c.base), code, derr, truncate(b, 200)))
-			continue
-		}
-		removed = append(removed, u[strings.LastIndex(u, "/")+1:])
-	}
-	if len(removed) > 0 || len(left) > 0 {
-		a.res.Removed = fmt.Sprintf("%d deleted", len(removed))
-		if len(left) > 0 {
-			a.res.Removed += "; NOT deleted: " + strings.Join(left, ", ")
-			a.res.Failures = append(a.res.Failures, failure{Phase: "remove-admission", Error: "left behind: " + strings.Join(left, ", ")})
-		}
-		log.Printf("admission objects: %s", a.res.Removed)
-	}
-}
-
-// probe sends one dry-run create and says whether it was admitted, whether
-// the webhook saw it, and the answer.
-func (a *admRun) probe(objName string, size int) (admitted, sawHook bool, code int, body []byte) {
-	before := a.hook.probes.Load()
-	obj, _ := json.Marshal(map[string]any{"apiVersion": admGroup + "/v1", "kind": "Widget",
-		"metadata": map[string]any{"name": objName}, "spec": map[string]any{"size": size}})
-	code, body, err := a.do(http.MethodPost, a.coll+"?dryRun=All", obj, 15*time.Second)
-	if err != nil {
-		return false, false, 0, []byte(err.Error())
-	}
-	return code == http.StatusCreated, a.hook.probes.Load() > before, code, body
-}
-
-// poll calls check every 50 ms until it holds, within -wait.
-func (a *admRun) poll(what string, check func() (bool, string)) error {
-	deadline := time.Now().Add(a.waitFor)
-	for {
-		ok, last := check()
-		if ok {
-			return nil
-		}
-		if a.ctx.Err() != nil {
-			return a.ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not within %v (last answer: %s)", what, a.waitFor, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func describe(code int, b []byte) string { return fmt.Sprintf("HTTP %d %s", code, truncate(b, 300)) }
-
-// configure makes the admission objects those of cf, then waits until the
-// probes show them in force.
-func (a *admRun) configure(cf *admConfig) error {
-	base := a.c.base
-	hookURL := base + vwcPath + "/" + admHookName
-	for i := range a.maxPolicies {
-		pURL, bURL := base+vapPath+"/"+admPolicyName(i), base+vapbPath+"/"+admPolicyName(i)
-		switch want := i < cf.Policies; {
-		case want && !a.has(pURL):
-			if err := a.createObj("create-policy", base+vapPath, admPolicyName(i), admPolicy(admPolicyName(i), admExpression, "spec.size must be at most 100")); err != nil {
-				return err
-			}
-			if err := a.createObj("create-binding", base+vapbPath, admPolicyName(i), admBinding(admPolicyName(i))); err != nil {
-				return err
-			}
-		case !want && a.has(pURL):
-			if err := a.deleteObj("delete-binding", bURL); err != nil {
-				return err
-			}
-			if err := a.deleteObj("delete-policy", pURL); err != nil {
-				return err
-			}
-		}
-	}
-	switch {
-	case cf.Webhook && !a.has(hookURL):
-		if err := a.createObj("create-webhook-config", base+vwcPath, admHookName, admWebhookConfig(a.res.WebhookURL, a.caPEM)); err != nil {
-			return err
-		}
-	case !cf.Webhook && a.has(hookURL):
-		if err := a.deleteObj("delete-webhook-config", hookURL); err != nil {
-			return err
-		}
-	}
-	// The probe policy, created after the change: once it denies, the
-	// servers' policy and binding caches hold everything before it.
-	if err := a.createObj("create-probe-policy", base+vapPath, admProbeName,
-		admPolicy(admProbeName, "object.metadata.name != '"+admProbeObj+"'", "crdbench probe")); err != nil {
-		return err
-	}
-	if err := a.createObj("create-probe-binding", base+vapbPath, admProbeName, admBinding(admProbeName)); err != nil {
-		return err
-	}
-	if err := a.poll("the probe policy denies the probe", func() (bool, string) {
-		ok, _, code, b := a.probe(admProbeObj, 1)
-		return !ok && strings.Contains(string(b), "'"+admProbeName+"'"), describe(code, b)
-	}); err != nil {
-		return err
-	}
-	if err := a.deleteObj("delete-probe-binding", base+vapbPath+"/"+admProbeName); err != nil {
-		return err
-	}
-	if err := a.deleteObj("delete-probe-policy", base+vapPath+"/"+admProbeName); err != nil {
-		return err
-	}
-	if err := a.poll(fmt.Sprintf("the probe is admitted again, through the webhook: %v", cf.Webhook), func() (bool, string) {
-		ok, saw, code, b := a.probe(admProbeObj, 1)
-		return ok && saw == cf.Webhook, fmt.Sprintf("%s; webhook saw it: %v", describe(code, b), saw)
-	}); err != nil {
-		return err
-	}
-	return a.poll(fmt.Sprintf("spec.size 101 denied: %v", cf.Policies > 0), func() (bool, string) {
-		ok, _, code, b := a.probe(admProbeBig, 101)
-		if cf.Policies > 0 {
-			return !ok && strings.Contains(string(b), "ValidatingAdmissionPolicy '"+admPrefix), describe(code, b)
-		}
-		return ok, describe(code, b)
-	})
-}
-
-// medians are the configuration's figures over the rounds that had no
-// failed create.
-func (cf *admConfig) medians() {
-	var ps, p50, p99, cpu []float64
-	for _, rd := range cf.Rounds {
-		if rd.Create.Errors > 0 || rd.Create.Aborted {
-			continue
-		}
-		ps, p50, p99 = append(ps, rd.Create.PerSecond), append(p50, rd.Create.P50Ms), append(p99, rd.Create.P99Ms)
-		if rd.CPUPerCreate > 0 {
-			cpu = append(cpu, rd.CPUPerCreate)
-		}
-	}
-	cf.GoodRounds = len(ps)
-	cf.PerSecond, cf.P50Ms, cf.P99Ms = math3(median(ps)), math3(median(p50)), math3(median(p99))
-	if len(cpu) == len(ps) {
-		cf.CPUPerCreate = math3(median(cpu))
-	}
 }

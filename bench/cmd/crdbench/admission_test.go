@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,7 +14,7 @@ import (
 )
 
 func TestAdmissionHookAllows(t *testing.T) {
-	h := newAdmissionHook()
+	h := &admissionHook{protos: map[string]int{}}
 	review := func(name string) *httptest.ResponseRecorder {
 		body := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-%s","name":%q,"operation":"CREATE",
 			"object":{"apiVersion":"admission.crdbench.example.com/v1","kind":"Widget","metadata":{"name":%q}}}}`, name, name, name)
@@ -32,13 +33,13 @@ func TestAdmissionHookAllows(t *testing.T) {
 			t.Errorf("%s: answer %s", name, w.Body)
 		}
 	}
-	if c, p := h.calls.Load(), h.probes.Load(); c != 3 || p != 2 {
+	if c, p := h.calls, h.probes; c != 3 || p != 2 {
 		t.Errorf("calls %d, probes %d; want 3 and 2", c, p)
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"kind":"AdmissionReview"}`)))
-	if w.Code != http.StatusBadRequest || h.bad.Load() != 1 {
-		t.Errorf("a review without a request: %d, bad %d", w.Code, h.bad.Load())
+	if w.Code != http.StatusBadRequest || h.bad != 1 {
+		t.Errorf("a review without a request: %d, bad %d", w.Code, h.bad)
 	}
 }
 
@@ -80,12 +81,14 @@ func TestAdmissionObjects(t *testing.T) {
 	}
 }
 
-func TestParseCounts(t *testing.T) {
-	if v, err := parseCounts("0, 1,10"); err != nil || fmt.Sprint(v) != "[0 1 10]" {
-		t.Errorf("0,1,10: %v %v", v, err)
+func TestAdmissionConfigs(t *testing.T) {
+	cfs, order, err := admConfigs("0, 1,10", true)
+	if err != nil || fmt.Sprint(order) != "[p0 p1 p10 webhook]" || cfs[0].Name != "no admission (0 policies)" || cfs[2].Name != "10 policies" ||
+		cfs[2].Policies != 10 || !cfs[3].Webhook || cfs[3].Policies != 0 {
+		t.Errorf("0,1,10 and the webhook: %+v %v %v", cfs, order, err)
 	}
-	for _, bad := range []string{"1,1", "-1", "51", "x"} {
-		if _, err := parseCounts(bad); err == nil {
+	for _, bad := range []string{"1,1", "1,01", "-1", "51", "x", ""} {
+		if _, _, err := admConfigs(bad, false); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -128,5 +131,42 @@ func TestAdmissionReport(t *testing.T) {
 	b.Reset()
 	if f := admissionReport(t.TempDir(), func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }); f != nil || b.Len() != 0 {
 		t.Errorf("nothing measured, yet: %v %q", f, b.String())
+	}
+}
+
+// TestAdmissionSync: sync creates the wanted objects in order, deletes the
+// others latest first, and removeAll deletes what is left, recording what
+// it could not delete.
+func TestAdmissionSync(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+strings.TrimPrefix(r.URL.Path, admPath))
+		code := map[string]int{http.MethodPost: http.StatusCreated, http.MethodDelete: http.StatusOK}[r.Method]
+		if r.Method == http.MethodDelete && r.URL.Path == admPath+"validatingadmissionpolicies/a" {
+			code = http.StatusInternalServerError
+		}
+		w.WriteHeader(code)
+	}))
+	defer srv.Close()
+	c, err := connect(srv.URL, tlsFlags{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &admRun{ctx: context.Background(), c: c, res: &admissionResult{}}
+	two := append(admPolicyObjs("a", "true", "m"), admPolicyObjs("b", "true", "m")...)
+	hook := admObj{"validatingwebhookconfigurations", admHookName, "webhook-config", nil}
+	if err := a.sync(two); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.sync([]admObj{two[0], two[1], hook}); err != nil {
+		t.Fatal(err)
+	}
+	a.removeAll()
+	want := []string{"POST validatingadmissionpolicies", "POST validatingadmissionpolicybindings", "POST validatingadmissionpolicies", "POST validatingadmissionpolicybindings",
+		"DELETE validatingadmissionpolicybindings/b", "DELETE validatingadmissionpolicies/b", "POST validatingwebhookconfigurations",
+		"DELETE validatingwebhookconfigurations/" + admHookName, "DELETE validatingadmissionpolicybindings/a", "DELETE validatingadmissionpolicies/a"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || a.res.Removed != "2 deleted; NOT deleted: "+admPath+"validatingadmissionpolicies/a (HTTP 500 <nil>)" ||
+		len(a.res.Failures) != 2 || a.res.Failures[0].Phase != "delete-policy" || a.res.Failures[1].Phase != "remove-admission" {
+		t.Errorf("requests:\n%s\nwant:\n%s\nremoved %q, failures %v", strings.Join(got, "\n"), strings.Join(want, "\n"), a.res.Removed, a.res.Failures)
 	}
 }

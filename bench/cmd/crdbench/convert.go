@@ -1,5 +1,10 @@
 package main
 
+// crdbench convert: the CronTabs of the Kubernetes documentation, stored in
+// v1beta1 (hostPort "host:port") and read as v1 (host, port), once through
+// the example conversion webhook (examples/crontab-conversion), served by
+// crdbench, and once with None conversion.
+
 import (
 	"bytes"
 	"cmp"
@@ -7,7 +12,6 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,7 +23,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	certutil "k8s.io/client-go/util/cert"
@@ -27,32 +30,21 @@ import (
 	"github.com/crdserver/crdserver/examples/crontab-conversion/crontab"
 )
 
-// The conversion benchmark: CronTabs of the Kubernetes
-// documentation, stored in v1beta1 (hostPort "host:port") and read as v1
-// (host, port), once through the example conversion webhook
-// (examples/crontab-conversion) and once with None conversion.
-
 const (
 	webhookCRDName = "crontabs." + crontab.Group // crontabs.example.com
 	noneGroup      = "none." + crontab.Group     // none.example.com
 	noneCRDName    = "crontabs." + noneGroup
 )
 
-// webhookCounter serves the example's handler (crontab.NewScheme()) and
-// counts what reaches it: calls, and objects per call (countReviewObjects,
-// one pass over the body; that time is measured apart and not counted as
-// the handler's).
+// webhookCounter serves the example's handler and counts what reaches it:
+// calls, and objects per call (countReviewObjects, one pass over the body,
+// timed apart from the handler).
 type webhookCounter struct {
-	h       http.Handler
-	calls   atomic.Int64
-	objects atomic.Int64
-	maxObjs atomic.Int64
-	busyNs  atomic.Int64 // the example's handler
-	readNs  atomic.Int64 // reading the request body
-	countNs atomic.Int64 // the counter's own decode
-	non200  atomic.Int64
-	protoMu sync.Mutex
-	protos  map[string]int
+	h                               http.Handler
+	mu                              sync.Mutex
+	calls, objects, maxObjs, non200 int64
+	busy, read, count               time.Duration // the handler, reading the body, the counting pass
+	protos                          map[string]int
 }
 
 func newWebhookCounter(h http.Handler) *webhookCounter {
@@ -70,95 +62,59 @@ func (s *statusRecorder) WriteHeader(code int) { s.code = code; s.ResponseWriter
 func (c *webhookCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t0 := time.Now()
 	body, err := io.ReadAll(r.Body)
+	t1 := time.Now()
+	n := int64(countReviewObjects(body))
+	t2 := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	if err != nil {
-		c.non200.Add(1)
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		http.Error(rec, err.Error(), http.StatusBadRequest)
+	} else {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		c.h.ServeHTTP(rec, r)
+	}
+	busy := time.Since(t2)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rec.code != http.StatusOK {
+		c.non200++
+	}
+	if err != nil {
 		return
 	}
-	t1 := time.Now()
-	c.readNs.Add(int64(t1.Sub(t0)))
-	n := int64(countReviewObjects(body))
-	c.calls.Add(1)
-	c.objects.Add(n)
-	for {
-		m := c.maxObjs.Load()
-		if n <= m || c.maxObjs.CompareAndSwap(m, n) {
-			break
-		}
-	}
-	c.protoMu.Lock()
+	c.calls, c.objects, c.maxObjs = c.calls+1, c.objects+n, max(c.maxObjs, n)
+	c.busy, c.read, c.count = c.busy+busy, c.read+t1.Sub(t0), c.count+t2.Sub(t1)
 	c.protos[r.Proto]++
-	c.protoMu.Unlock()
-	t2 := time.Now()
-	c.countNs.Add(int64(t2.Sub(t1)))
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-	c.h.ServeHTTP(rec, r)
-	if rec.code != http.StatusOK {
-		c.non200.Add(1)
-	}
-	c.busyNs.Add(int64(time.Since(t2)))
 }
 
 // countReviewObjects counts the objects in request.objects of a
 // ConversionReview in one pass over its JSON, without decoding it (a decode
 // costs milliseconds per thousand objects; this, a fraction of one). It
-// assumes well-formed JSON: the handler decodes the review anyway.
+// assumes well-formed JSON, where the last string read in an object before
+// a '{' or '[' is that value's key.
 func countReviewObjects(b []byte) int {
-	var (
-		depth   int
-		key     [3][]byte // the last key read at depth 1 and 2
-		inObjs  bool      // inside the array request.objects (depth 3)
-		n       int
-		request = []byte("request")
-		objects = []byte("objects")
-	)
+	var key [3]string // the key of the open value at depth 1 and 2
+	depth, n, inObjs := 0, 0, false
 	for i := 0; i < len(b); i++ {
-		switch b[i] {
+		switch c := b[i]; c {
 		case '"':
-			// The closing quote: the next one not escaped by an odd run of
-			// backslashes.
 			j := i + 1
-			for {
-				k := bytes.IndexByte(b[j:], '"')
-				if k < 0 {
-					return n
+			for ; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					j++
 				}
-				j += k
-				bs := 0
-				for bs < j-i-1 && b[j-1-bs] == '\\' {
-					bs++
-				}
-				if bs%2 == 0 {
-					break
-				}
-				j++
 			}
 			if depth == 1 || depth == 2 {
-				k := j + 1
-				for k < len(b) && (b[k] == ' ' || b[k] == '\t' || b[k] == '\n' || b[k] == '\r') {
-					k++
-				}
-				if k < len(b) && b[k] == ':' {
-					key[depth] = b[i+1 : j]
-				}
+				key[depth] = string(b[i+1 : min(j, len(b))])
 			}
 			i = j
 		case '{', '[':
 			depth++
-			if depth == 3 && b[i] == '[' && bytes.Equal(key[1], request) && bytes.Equal(key[2], objects) {
-				inObjs = true
-			}
-			if depth == 4 && inObjs && b[i] == '{' {
+			inObjs = inObjs || depth == 3 && c == '[' && key[1] == "request" && key[2] == "objects"
+			if depth == 4 && inObjs && c == '{' {
 				n++
 			}
 		case '}', ']':
-			if depth == 3 {
-				inObjs = false
-			}
-			if depth == 2 {
-				key[2] = nil
-			}
+			inObjs = inObjs && depth != 3
 			depth--
 		}
 	}
@@ -176,11 +132,13 @@ type webhookCount struct {
 }
 
 func (c *webhookCounter) snapshot() webhookCount {
-	return webhookCount{Calls: c.calls.Load(), Objects: c.objects.Load(), BusyMs: ms(time.Duration(c.busyNs.Load())), ReadMs: ms(time.Duration(c.readNs.Load())), CountMs: ms(time.Duration(c.countNs.Load())), Non200: c.non200.Load()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return webhookCount{c.calls, c.objects, ms(c.busy), ms(c.read), ms(c.count), c.non200}
 }
 
 func (a webhookCount) minus(b webhookCount) webhookCount {
-	return webhookCount{Calls: a.Calls - b.Calls, Objects: a.Objects - b.Objects, BusyMs: math3(a.BusyMs - b.BusyMs), ReadMs: math3(a.ReadMs - b.ReadMs), CountMs: math3(a.CountMs - b.CountMs), Non200: a.Non200 - b.Non200}
+	return webhookCount{a.Calls - b.Calls, a.Objects - b.Objects, math3(a.BusyMs - b.BusyMs), math3(a.ReadMs - b.ReadMs), math3(a.CountMs - b.CountMs), a.Non200 - b.Non200}
 }
 
 // convSample is one GET of a whole collection, with what the webhook saw
@@ -252,38 +210,24 @@ func (r *convertResult) list(name string) *convList {
 // conversion example: v1beta1 (storage) with hostPort, v1 with host and
 // port, both served; conversion is None, or Webhook by url with caBundle.
 func crontabCRD(group, webhookURL string, caPEM []byte) []byte {
-	spec := map[string]any{"type": "object", "properties": map[string]any{
-		"cronSpec": map[string]any{"type": "string"},
-		"image":    map[string]any{"type": "string"},
-		"replicas": map[string]any{"type": "integer"},
-	}}
-	version := func(name string, storage bool, fields ...string) map[string]any {
-		props := map[string]any{"spec": spec}
-		for _, f := range fields {
-			props[f] = map[string]any{"type": "string"}
-		}
-		return map[string]any{"name": name, "served": true, "storage": storage,
-			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": props}}}
-	}
-	conv := map[string]any{"strategy": "None"}
+	conv := `{"strategy":"None"}`
 	if webhookURL != "" {
-		conv = map[string]any{"strategy": "Webhook", "webhook": map[string]any{
-			"clientConfig":             map[string]any{"url": webhookURL, "caBundle": base64.StdEncoding.EncodeToString(caPEM)},
-			"conversionReviewVersions": []string{"v1"},
-		}}
+		conv = fmt.Sprintf(`{"strategy":"Webhook","webhook":{"clientConfig":{"url":%q,"caBundle":%q},"conversionReviewVersions":["v1"]}}`,
+			webhookURL, base64.StdEncoding.EncodeToString(caPEM))
 	}
-	crd := map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "crontabs." + group},
-		"spec": map[string]any{
-			"group": group, "scope": "Namespaced",
-			"names":      map[string]any{"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "listKind": "CronTabList"},
-			"versions":   []any{version("v1beta1", true, "hostPort"), version("v1", false, "host", "port")},
-			"conversion": conv,
-		},
+	return crontabCRDOf(group, conv, `"hostPort":{"type":"string"}`, `"host":{"type":"string"},"port":{"type":"string"}`, "")
+}
+
+// crontabCRDOf is the CronTab CRD with conversion conv, the schemas of the
+// fields of v1beta1 and of v1 beside spec, and more of v1's root schema.
+func crontabCRDOf(group, conv, betaFields, v1Fields, v1Root string) []byte {
+	version := func(name string, storage bool, fields, root string) string {
+		return fmt.Sprintf(`{"name":%q,"served":true,"storage":%v,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object",`+
+			`"properties":{"cronSpec":{"type":"string"},"image":{"type":"string"},"replicas":{"type":"integer"}}},%s}%s}}}`, name, storage, fields, root)
 	}
-	b, _ := json.Marshal(crd)
-	return b
+	return fmt.Appendf(nil, `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"crontabs.%s"},`+
+		`"spec":{"group":%q,"scope":"Namespaced","names":{"plural":"crontabs","singular":"crontab","kind":"CronTab","listKind":"CronTabList"},`+
+		`"versions":[%s,%s],"conversion":%s}}`, group, group, version("v1beta1", true, betaFields, ""), version("v1", false, v1Fields, v1Root), conv)
 }
 
 // crontabHostPort is object i's hostPort (v1beta1), or host and port (v1).
@@ -291,16 +235,13 @@ func crontabHostPort(i int) (string, string) {
 	return fmt.Sprintf("host-%05d.example.com", i), strconv.Itoa(8000 + i%1000)
 }
 
+// crontabName is the name of CronTab i: crontab-00042.
+func crontabName(i int) string { return "crontab-" + strconv.Itoa(100000 + i)[1:] }
+
 func crontabBody(group string, name string, i int) []byte {
 	host, port := crontabHostPort(i)
-	obj := map[string]any{
-		"apiVersion": group + "/v1beta1", "kind": "CronTab",
-		"metadata": map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}},
-		"spec":     map[string]any{"cronSpec": "*/5 * * * *", "image": "my-awesome-cron-image", "replicas": 1 + i%3},
-		"hostPort": net.JoinHostPort(host, port),
-	}
-	b, _ := json.Marshal(obj)
-	return b
+	return fmt.Appendf(nil, `{"apiVersion":"%s/v1beta1","kind":"CronTab","metadata":{"labels":{"bench":"crdbench"},"name":%q},`+
+		`"hostPort":%q,"spec":{"cronSpec":"*/5 * * * *","image":"my-awesome-cron-image","replicas":%d}}`, group, name, net.JoinHostPort(host, port), 1+i%3)
 }
 
 // checkCronTabs checks a list answer: n items, all in apiVersion want, and,
@@ -308,18 +249,12 @@ func crontabBody(group string, name string, i int) []byte {
 // hostPort. It reports whether a v1 answer still carries hostPort.
 func checkCronTabs(body []byte, n int, prefix, want string, webhookV1 bool) (hostPortKept bool, problem string) {
 	var list struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Items      []struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-			HostPort *string `json:"hostPort"`
-			Host     *string `json:"host"`
-			Port     *string `json:"port"`
-		} `json:"items"`
+		APIVersion, Kind string
+		Items            []struct {
+			APIVersion, Kind     string
+			Metadata             struct{ Name string }
+			HostPort, Host, Port *string
+		}
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
 		return false, "decode: " + err.Error()
@@ -330,35 +265,27 @@ func checkCronTabs(body []byte, n int, prefix, want string, webhookV1 bool) (hos
 	if len(list.Items) != n {
 		return false, fmt.Sprintf("%d items, want %d", len(list.Items), n)
 	}
-	bad := 0
-	var first string
+	bad, first := 0, ""
 	for _, it := range list.Items {
-		var why string
 		i, err := strconv.Atoi(strings.TrimPrefix(it.Metadata.Name, prefix))
+		host, port := crontabHostPort(i)
+		why := ""
 		switch {
 		case err != nil || !strings.HasPrefix(it.Metadata.Name, prefix):
 			why = "unexpected name"
 		case it.APIVersion != want || it.Kind != "CronTab":
 			why = fmt.Sprintf("item is %s %s", it.APIVersion, it.Kind)
-		case strings.HasSuffix(want, "/v1beta1"):
-			host, port := crontabHostPort(i)
-			if it.HostPort == nil || *it.HostPort != net.JoinHostPort(host, port) {
-				why = "hostPort missing or wrong"
-			}
-		case webhookV1:
-			host, port := crontabHostPort(i)
-			if it.Host == nil || it.Port == nil || *it.Host != host || *it.Port != port {
-				why = "host/port missing or wrong"
-			} else if it.HostPort != nil {
-				why = "v1 item still has hostPort"
-			}
+		case strings.HasSuffix(want, "/v1beta1") && (it.HostPort == nil || *it.HostPort != net.JoinHostPort(host, port)):
+			why = "hostPort missing or wrong"
+		case strings.HasSuffix(want, "/v1beta1") || !webhookV1:
+		case it.Host == nil || it.Port == nil || *it.Host != host || *it.Port != port:
+			why = "host/port missing or wrong"
+		case it.HostPort != nil:
+			why = "v1 item still has hostPort"
 		}
-		if it.HostPort != nil {
-			hostPortKept = true
-		}
+		hostPortKept = hostPortKept || it.HostPort != nil
 		if why != "" {
-			bad++
-			if first == "" {
+			if bad++; first == "" {
 				first = it.Metadata.Name + ": " + why
 			}
 		}
@@ -367,6 +294,44 @@ func checkCronTabs(body []byte, n int, prefix, want string, webhookV1 bool) (hos
 		return hostPortKept, fmt.Sprintf("%d of %d items wrong; first: %s", bad, n, first)
 	}
 	return hostPortKept, ""
+}
+
+// populate creates n CronTabs (crontab-00000…) of group in v1beta1 in the
+// collection at url, with conc workers.
+func populate(ctx context.Context, c *client, label, group, url string, n, conc int) phase {
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = crontabBody(group, crontabName(i), i)
+	}
+	log.Printf("%s: %d creates in %s with %d workers", label, n, strings.TrimPrefix(url, c.base), conc)
+	return c.phase(ctx, label, n, conc, 0, func(i int) request {
+		return request{http.MethodPost, url, bodies[i], []int{http.StatusCreated}}
+	}, nil)
+}
+
+// getCronTabs is one timed GET of the n CronTabs at url, wanted in
+// apiVersion (checked with checkCronTabs), with what the webhook saw
+// meanwhile; a failure is named after phaseName.
+func getCronTabs(ctx context.Context, c *client, hook *webhookCounter, phaseName, url, apiVersion string, n int, webhookV1 bool) (convSample, bool, *failure) {
+	before := hook.snapshot()
+	t0 := time.Now()
+	code, b, err := c.do(ctx, http.MethodGet, url, nil)
+	s := convSample{listSample: listSample{Ms: ms(time.Since(t0)), Bytes: len(b), Status: code}}
+	s.Webhook = hook.snapshot().minus(before)
+	if err != nil || code != http.StatusOK {
+		f := c.fail(phaseName, http.MethodGet, url, code, b, err)
+		f.Body += fmt.Sprintf(" [webhook during this GET: %d calls, %d objects, %d non-200]", s.Webhook.Calls, s.Webhook.Objects, s.Webhook.Non200)
+		return s, false, f
+	}
+	kept, problem := checkCronTabs(b, n, "crontab-", apiVersion, webhookV1)
+	var items struct{ Items []json.RawMessage }
+	_ = json.Unmarshal(b, &items)
+	s.Items = len(items.Items)
+	if s.Invalid = problem; problem != "" {
+		return s, kept, &failure{Phase: phaseName, Method: http.MethodGet, Path: strings.TrimPrefix(url, c.base), Status: code,
+			Error: "wrong answer: " + problem, Body: truncate(b, 500)}
+	}
+	return s, kept, nil
 }
 
 func runConvert(args []string) error {
@@ -388,8 +353,8 @@ func runConvert(args []string) error {
 	)
 	fs.Var(&rssPIDs, "rss-pid", "name=PID of a server process whose VmRSS is read right after the lists (repeatable)")
 	_ = fs.Parse(args)
-	if *n < 1 || *n > 100000 || *lists < 1 || *conc < 1 || *conc > 64 {
-		return errors.New("need 1 <= -n <= 100000, -lists >= 1, 1 <= -concurrency <= 64")
+	if err := checkFlags([]bound{{*n < 1 || *n > 100000 || *lists < 1 || *conc < 1 || *conc > 64, "1 <= -n <= 100000, -lists >= 1, 1 <= -concurrency <= 64"}}); err != nil {
+		return err
 	}
 	l, err := connect(*server, t, *conc)
 	if err != nil {
@@ -398,9 +363,6 @@ func runConvert(args []string) error {
 	base, ctx := l.base, context.Background()
 	res := &convertResult{Server: base, ClientCert: t.cert != "", N: *n, Concurrency: *conc, ListsPerColl: *lists,
 		Warmup: *warmup, SettleSec: settle.Seconds(), PopulateHooks: map[string]webhookCount{}}
-
-	// The webhook: the example's handler, served in this process over TLS
-	// on a loopback port, behind the counter.
 	hook, hookURL, certPEM, hsrv, err := serveCronTabWebhook()
 	if err != nil {
 		return err
@@ -411,18 +373,15 @@ func runConvert(args []string) error {
 		"(examples/crontab-conversion/crontab) served with net/http over TLS (self-signed cert for 127.0.0.1, in caBundle), " +
 		"wrapped by a counter that reads each request body and counts request.objects in one pass without decoding " +
 		"(its own time is measured apart: counter_ms)"
-	res.BodyBytes = len(crontabBody(crontab.Group, "crontab-00000", 0))
+	res.BodyBytes = len(crontabBody(crontab.Group, crontabName(0), 0))
 	log.Printf("conversion webhook on %s", res.WebhookURL)
 
-	created := map[string]bool{}
+	var created []string
 	finish := func(err error) error {
 		if *cleanup && len(created) > 0 {
 			before := hook.snapshot()
 			var notes []string
-			for _, name := range []string{webhookCRDName, noneCRDName} {
-				if !created[name] {
-					continue
-				}
+			for _, name := range created {
 				notes = append(notes, l.deleteAndWait("CRD "+name, base+crdPath+"/"+name, 10*time.Minute))
 			}
 			res.Cleanup = strings.Join(notes, "; ")
@@ -430,132 +389,87 @@ func runConvert(args []string) error {
 			res.CleanupHooks = &h
 		}
 		res.Protocol = l.protocol()
-		hook.protoMu.Lock()
-		res.WebhookProtos = maps.Clone(hook.protos)
-		hook.protoMu.Unlock()
-		res.MaxObjsPerCall = hook.maxObjs.Load()
+		hook.mu.Lock()
+		res.WebhookProtos, res.MaxObjsPerCall = maps.Clone(hook.protos), hook.maxObjs
+		hook.mu.Unlock()
 		res.Failures = append(res.Failures, firstError(res.Phases...)...)
 		return done(*jsonOut, res, &res.Error, res.Failures, err)
 	}
 
 	// The two CRDs. An existing one is not touched: it may be someone else's.
-	for _, c := range []struct{ name, group, url string }{
-		{webhookCRDName, crontab.Group, res.WebhookURL},
-		{noneCRDName, noneGroup, ""},
-	} {
-		code, b, err := l.do(ctx, http.MethodPost, base+crdPath, crontabCRD(c.group, c.url, certPEM))
-		if err != nil || code != http.StatusCreated {
-			f := l.fail("create-crd", http.MethodPost, base+crdPath, code, b, err)
-			f.Path += " (" + c.name + ")"
+	type crd struct{ name, group, hookURL, label string }
+	crds := []crd{{webhookCRDName, crontab.Group, hookURL, "webhook"}, {noneCRDName, noneGroup, "", "none"}}
+	for _, c := range crds {
+		if f, err := l.create(ctx, "create-crd", "CRD "+c.name, base+crdPath, crontabCRD(c.group, c.hookURL, certPEM)); err != nil {
 			res.Failures = append(res.Failures, *f)
-			if code == http.StatusConflict {
-				return finish(fmt.Errorf("CRD %s already exists on %s; left alone (delete it to rerun)", c.name, base))
-			}
-			return finish(fmt.Errorf("could not create CRD %s", c.name))
+			return finish(err)
 		}
-		created[c.name] = true
+		created = append(created, c.name)
 	}
-	for _, name := range []string{webhookCRDName, noneCRDName} {
-		if err := l.waitEstablished(ctx, name, *waitFor); err != nil {
+	for _, c := range crds {
+		if err := l.waitEstablished(ctx, c.name, *waitFor); err != nil {
 			return finish(err)
 		}
 	}
 	time.Sleep(*settle)
-
 	ns := ""
 	if *namespace != "" {
 		ns = "/namespaces/" + *namespace
 	}
 	coll := func(group, version string) string { return base + "/apis/" + group + "/" + version + ns + "/crontabs" }
-	prefix := "crontab-"
-	name := func(i int) string { return prefix + strconv.Itoa(100000 + i)[1:] }
 
-	// Create n objects in v1beta1 in each CRD, counting webhook calls.
-	for _, c := range []struct{ label, group string }{{"populate-webhook", crontab.Group}, {"populate-none", noneGroup}} {
-		bodies := make([][]byte, *n)
-		for i := range bodies {
-			bodies[i] = crontabBody(c.group, name(i), i)
-		}
-		target := coll(c.group, "v1beta1")
-		log.Printf("%s: %d creates in %s/v1beta1 with %d workers", c.label, *n, c.group, *conc)
+	// n objects in v1beta1 in each CRD, counting webhook calls.
+	for _, c := range crds {
+		label := "populate-" + c.label
 		before := hook.snapshot()
-		p := l.phase(ctx, c.label, *n, *conc, 0, func(i int) request {
-			return request{http.MethodPost, target, bodies[i], []int{http.StatusCreated}}
-		}, nil)
-		res.PopulateHooks[c.label] = hook.snapshot().minus(before)
+		p := populate(ctx, l, label, c.group, coll(c.group, "v1beta1"), *n, *conc)
+		res.PopulateHooks[label] = hook.snapshot().minus(before)
 		res.Phases = append(res.Phases, p)
-		if c.label == "populate-webhook" {
-			if code, b, err := l.do(ctx, http.MethodGet, target+"/"+name(0), nil); err == nil && code == http.StatusOK {
+		if c.hookURL != "" {
+			if code, b, err := l.do(ctx, http.MethodGet, coll(c.group, "v1beta1")+"/"+crontabName(0), nil); err == nil && code == http.StatusOK {
 				res.SampleBody = truncate(b, 2000)
 			}
 		}
 		if p.Errors > 0 {
-			return finish(fmt.Errorf("%s: %d of %d creates failed", c.label, p.Errors, p.Requests))
+			return finish(fmt.Errorf("%s: %d of %d creates failed", label, p.Errors, p.Requests))
 		}
 	}
 
 	// The lists, interleaved round by round so that noise hits all alike.
-	res.Lists = []convList{
-		{Name: "webhook-v1", CRD: webhookCRDName, Conversion: "Webhook", Version: "v1", Path: coll(crontab.Group, "v1")},
-		{Name: "none-v1", CRD: noneCRDName, Conversion: "None", Version: "v1", Path: coll(noneGroup, "v1")},
-		{Name: "webhook-v1beta1", CRD: webhookCRDName, Conversion: "Webhook", Version: "v1beta1", Path: coll(crontab.Group, "v1beta1")},
-		{Name: "none-v1beta1", CRD: noneCRDName, Conversion: "None", Version: "v1beta1", Path: coll(noneGroup, "v1beta1")},
+	for _, v := range []string{"v1", "v1beta1"} {
+		for _, c := range crds {
+			res.Lists = append(res.Lists, convList{Name: c.label + "-" + v, CRD: c.name, Conversion: map[bool]string{true: "Webhook", false: "None"}[c.hookURL != ""],
+				Version: v, Path: coll(c.group, v)})
+		}
 	}
 	one := func(cl *convList) (convSample, bool) {
-		before := hook.snapshot()
-		t0 := time.Now()
-		code, b, err := l.do(ctx, http.MethodGet, cl.Path, nil)
-		d := time.Since(t0)
-		s := convSample{listSample: listSample{Ms: ms(d), Bytes: len(b), Status: code}}
-		s.Webhook = hook.snapshot().minus(before)
-		if err != nil || code != http.StatusOK {
-			f := l.fail("list "+cl.Name, http.MethodGet, cl.Path, code, b, err)
-			f.Body += fmt.Sprintf(" [webhook during this GET: %d calls, %d objects, %d non-200]", s.Webhook.Calls, s.Webhook.Objects, s.Webhook.Non200)
-			res.Failures = append(res.Failures, *f)
-			return s, false
-		}
-		group := crontab.Group
-		if cl.Conversion == "None" {
-			group = noneGroup
-		}
-		kept, problem := checkCronTabs(b, *n, prefix, group+"/"+cl.Version, cl.Name == "webhook-v1")
-		var items struct{ Items []json.RawMessage }
-		_ = json.Unmarshal(b, &items)
-		s.Items = len(items.Items)
-		if cl.Version == "v1" {
+		group := map[bool]string{true: crontab.Group, false: noneGroup}[cl.Conversion == "Webhook"]
+		s, kept, f := getCronTabs(ctx, l, hook, "list "+cl.Name, cl.Path, group+"/"+cl.Version, *n, cl.Name == "webhook-v1")
+		if cl.Version == "v1" && s.Status == http.StatusOK {
 			cl.HostPortKept = &kept
 		}
-		if problem != "" {
-			s.Invalid = problem
-			res.Failures = append(res.Failures, failure{Phase: "list " + cl.Name, Method: http.MethodGet, Path: strings.TrimPrefix(cl.Path, base), Status: code,
-				Error: "wrong answer: " + problem})
-			return s, false
+		if f != nil {
+			res.Failures = append(res.Failures, *f)
 		}
-		return s, true
+		return s, f == nil
 	}
 	before := hook.snapshot()
 	res.BeforeLists = &before
-	if *warmup {
-		for i := range res.Lists {
+	for i := range res.Lists {
+		if *warmup {
 			s, ok := one(&res.Lists[i])
-			res.Lists[i].Warmup = &s
-			if !ok {
+			if res.Lists[i].Warmup = &s; !ok {
 				return finish(fmt.Errorf("warm-up GET of %s failed", res.Lists[i].Name))
 			}
 		}
 	}
 	log.Printf("%d rounds of lists (%d collections)", *lists, len(res.Lists))
 	failed := map[string]bool{}
-	for r := 0; r < *lists; r++ {
+	for range *lists {
 		for i := range res.Lists {
-			cl := &res.Lists[i]
-			if failed[cl.Name] {
-				continue
-			}
-			s, ok := one(cl)
-			cl.Samples = append(cl.Samples, s)
-			if !ok {
-				failed[cl.Name] = true
+			if cl := &res.Lists[i]; !failed[cl.Name] {
+				s, ok := one(cl)
+				cl.Samples, failed[cl.Name] = append(cl.Samples, s), !ok
 			}
 		}
 	}
@@ -566,12 +480,8 @@ func runConvert(args []string) error {
 		}
 		var ds, hs, rs, cs []float64
 		for _, s := range cl.Samples {
-			ds = append(ds, s.Ms)
-			hs = append(hs, s.Webhook.BusyMs)
-			rs = append(rs, s.Webhook.ReadMs)
-			cs = append(cs, s.Webhook.CountMs)
-			cl.CallsPerList = max(cl.CallsPerList, s.Webhook.Calls)
-			cl.ObjectsPerList = max(cl.ObjectsPerList, s.Webhook.Objects)
+			ds, hs, rs, cs = append(ds, s.Ms), append(hs, s.Webhook.BusyMs), append(rs, s.Webhook.ReadMs), append(cs, s.Webhook.CountMs)
+			cl.CallsPerList, cl.ObjectsPerList = max(cl.CallsPerList, s.Webhook.Calls), max(cl.ObjectsPerList, s.Webhook.Objects)
 			cl.Items, cl.Bytes = s.Items, s.Bytes
 		}
 		cl.MedianMs, cl.MinMs, cl.MaxMs = median(ds), slices.Min(ds), slices.Max(ds)
@@ -592,9 +502,8 @@ func serveCronTabWebhook() (*webhookCounter, string, []byte, *http.Server, error
 }
 
 // serveTLS serves h on a free loopback port over TLS (HTTP/2) with a
-// self-signed certificate for 127.0.0.1 and ::1 (client-go's certificate
-// helper). It returns the server's https:// URL, the PEM that trusts it (a
-// caBundle) and the server, to Close when done.
+// self-signed certificate for 127.0.0.1 and ::1. It returns the server's
+// https:// URL, the PEM that trusts it (a caBundle) and the server.
 func serveTLS(name string, h http.Handler) (string, []byte, *http.Server, error) {
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(name, []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, nil)
 	if err != nil {
@@ -609,8 +518,7 @@ func serveTLS(name string, h http.Handler) (string, []byte, *http.Server, error)
 		return "", nil, nil, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		ErrorLog:  log.New(io.Discard, "", 0)}
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
 	return "https://" + ln.Addr().String(), certPEM, srv, nil
 }
@@ -620,32 +528,29 @@ type convSide sideOf[convertResult]
 
 // listVal is a figure of one measured collection, or why there is none.
 func (s convSide) listVal(name string, f func(*convList) float64, prec int, unit string) val {
-	if s.res == nil {
-		return none(s.why)
-	}
-	cl := s.res.list(name)
-	if cl == nil {
-		return none("not reached")
-	}
-	for _, f := range s.res.Failures {
-		if f.Phase == "list "+name {
+	return s.with(func(r *convertResult) val {
+		cl := r.list(name)
+		switch {
+		case cl == nil:
+			return none("not reached")
+		case slices.ContainsFunc(r.Failures, func(f failure) bool { return f.Phase == "list "+name }):
 			return none("**failed** (see Failures)")
+		case len(cl.Samples) == 0:
+			return none("not reached")
 		}
-	}
-	if len(cl.Samples) == 0 {
-		return none("not reached")
-	}
-	return num(f(cl), prec, unit)
+		return num(f(cl), prec, unit)
+	})
 }
+
+func medianMs(c *convList) float64 { return c.MedianMs }
 
 // ratioVal is webhook-v1 ÷ none-v1 (medians).
 func (s convSide) ratioVal() val {
-	w := s.listVal("webhook-v1", func(c *convList) float64 { return c.MedianMs }, 1, "")
-	n := s.listVal("none-v1", func(c *convList) float64 { return c.MedianMs }, 1, "")
-	if !w.ok {
+	w, n := s.listVal("webhook-v1", medianMs, 1, ""), s.listVal("none-v1", medianMs, 1, "")
+	switch {
+	case !w.ok:
 		return w
-	}
-	if !n.ok || n.v == 0 {
+	case !n.ok || n.v == 0:
 		return n
 	}
 	return num(w.v/n.v, 2, "×")
@@ -670,84 +575,72 @@ func hookCalls(h *webhookCount, why string) val {
 // convertFigs are the rows of the webhook conversion table.
 func convertFigs(n int) []fig[convSide] {
 	var fs []fig[convSide]
-	add := func(metric string, cell func(convSide) val) { fs = append(fs, fig[convSide]{metric, cell, nil}) }
-	// addR is a row of a time, size or rate, with the ratio of the two.
-	addR := func(metric string, cell func(convSide) val) { fs = append(fs, fig[convSide]{metric, cell, ratio}) }
-	field := func(name string, f func(*convList) float64, prec int, unit string) func(convSide) val {
-		return func(s convSide) val { return s.listVal(name, f, prec, unit) }
+	// add is a row; one with a unit (a time, size or rate) has the ratio of the two.
+	add := func(metric, unit string, cell func(convSide) val) {
+		fs = append(fs, fig[convSide]{metric, cell, map[bool]func(a, b val) string{true: ratio}[unit != ""]})
 	}
-	medianOf := func(name string) func(convSide) val {
-		return field(name, func(c *convList) float64 { return c.MedianMs }, 1, " ms")
+	coll := func(metric, name string, f func(*convList) float64, prec int, unit string) {
+		add(metric, unit, func(s convSide) val { return s.listVal(name, f, prec, unit) })
 	}
-	minOf := func(name string) func(convSide) val {
-		return field(name, func(c *convList) float64 { return c.MinMs }, 1, " ms")
+	with := func(metric string, f func(*convertResult) val) {
+		add(metric, "", func(s convSide) val { return s.with(f) })
 	}
-	addR(fmt.Sprintf("list of %s, stored v1beta1, read as **v1 through the webhook**: median", commas(n)), medianOf("webhook-v1"))
-	for _, x := range []struct {
-		metric string
-		f      func(*convList) float64
-		prec   int
-		unit   string
-	}{
-		{"… min", func(c *convList) float64 { return c.MinMs }, 1, " ms"},
-		{"… max", func(c *convList) float64 { return c.MaxMs }, 1, " ms"},
-		{"… **webhook calls** per GET (most seen in one GET)", func(c *convList) float64 { return float64(c.CallsPerList) }, 0, ""},
-		{"… objects sent to the webhook per GET", func(c *convList) float64 { return float64(c.ObjectsPerList) }, 0, ""},
-		{"… time inside the example webhook's handler per GET, median (its decode, conversion and encode; in crdbench)", func(c *convList) float64 { return c.WebhookMsMed }, 1, " ms"},
-		{"… reading the ConversionReview bodies in the webhook per GET, median", func(c *convList) float64 { return c.WebhookReadMed }, 1, " ms"},
-		{"… the counter's own time per GET, median (in the list time, not the handler's)", func(c *convList) float64 { return c.CounterMsMed }, 2, " ms"},
-		{"… the rest of each GET (list time − handler − body read − counter), median: the server's own work, TLS, transfer", func(c *convList) float64 {
-			var rest []float64
-			for _, s := range c.Samples {
-				rest = append(rest, s.Ms-s.Webhook.BusyMs-s.Webhook.ReadMs-s.Webhook.CountMs)
-			}
-			return median(rest)
-		}, 1, " ms"},
-		{"… items returned, all checked (v1, `host`/`port` converted from each object's `hostPort`)", func(c *convList) float64 { return float64(c.Items) }, 0, ""},
-		{"… response size", func(c *convList) float64 { return float64(c.Bytes) / 1e6 }, 2, " MB"},
-	} {
-		if x.unit == "" {
-			add(x.metric, field("webhook-v1", x.f, x.prec, x.unit))
-		} else {
-			addR(x.metric, field("webhook-v1", x.f, x.prec, x.unit))
+	coll(fmt.Sprintf("list of %s, stored v1beta1, read as **v1 through the webhook**: median", commas(n)), "webhook-v1", medianMs, 1, " ms")
+	coll("… min", "webhook-v1", func(c *convList) float64 { return c.MinMs }, 1, " ms")
+	coll("… max", "webhook-v1", func(c *convList) float64 { return c.MaxMs }, 1, " ms")
+	coll("… **webhook calls** per GET (most seen in one GET)", "webhook-v1", func(c *convList) float64 { return float64(c.CallsPerList) }, 0, "")
+	coll("… objects sent to the webhook per GET", "webhook-v1", func(c *convList) float64 { return float64(c.ObjectsPerList) }, 0, "")
+	coll("… time inside the example webhook's handler per GET, median (its decode, conversion and encode; in crdbench)", "webhook-v1",
+		func(c *convList) float64 { return c.WebhookMsMed }, 1, " ms")
+	coll("… reading the ConversionReview bodies in the webhook per GET, median", "webhook-v1", func(c *convList) float64 { return c.WebhookReadMed }, 1, " ms")
+	coll("… the counter's own time per GET, median (in the list time, not the handler's)", "webhook-v1", func(c *convList) float64 { return c.CounterMsMed }, 2, " ms")
+	coll("… the rest of each GET (list time − handler − body read − counter), median: the server's own work, TLS, transfer", "webhook-v1", func(c *convList) float64 {
+		var rest []float64
+		for _, s := range c.Samples {
+			rest = append(rest, s.Ms-s.Webhook.BusyMs-s.Webhook.ReadMs-s.Webhook.CountMs)
 		}
+		return median(rest)
+	}, 1, " ms")
+	coll("… items returned, all checked (v1, `host`/`port` converted from each object's `hostPort`)", "webhook-v1", func(c *convList) float64 { return float64(c.Items) }, 0, "")
+	coll("… response size", "webhook-v1", func(c *convList) float64 { return float64(c.Bytes) / 1e6 }, 2, " MB")
+	with("first GET through the webhook (warm-up, not in the median: opens the webhook connection)", func(r *convertResult) val {
+		if cl := r.list("webhook-v1"); cl != nil && cl.Warmup != nil && cl.Warmup.Status == 200 {
+			return val{v: cl.Warmup.Ms, ok: true, prec: 1, unit: fmt.Sprintf(" ms, %d calls", cl.Warmup.Webhook.Calls)}
+		}
+		return none("not measured")
+	})
+	coll(fmt.Sprintf("same list, **None conversion** (`%s`, read as v1): median", noneCRDName), "none-v1", medianMs, 1, " ms")
+	coll("… min", "none-v1", func(c *convList) float64 { return c.MinMs }, 1, " ms")
+	add("**webhook ÷ None** (medians)", "", convSide.ratioVal)
+	coll("same list in the storage version v1beta1, no conversion (Webhook CRD): median", "webhook-v1beta1", medianMs, 1, " ms")
+	coll("same list in v1beta1 (None CRD): median", "none-v1beta1", medianMs, 1, " ms")
+	with("webhook calls while creating the objects in v1beta1 (Webhook CRD's creates)", func(r *convertResult) val {
+		if h, ok := r.PopulateHooks["populate-webhook"]; ok {
+			return hookCalls(&h, "")
+		}
+		return none("not reached")
+	})
+	with("webhook calls from the CRDs' creation to the first GET (both CRDs' creates and any conversion trailing them)",
+		func(r *convertResult) val { return hookCalls(r.BeforeLists, "not reached") })
+	with("webhook calls while deleting the two CRDs afterwards (`-cleanup`, reference only)",
+		func(r *convertResult) val { return hookCalls(r.CleanupHooks, "not run (no -cleanup)") })
+	with("largest ConversionReview of the run (objects)", func(r *convertResult) val { return num(float64(r.MaxObjsPerCall), 0, "") })
+	with("(setup) create body, v1beta1 CronTab", func(r *convertResult) val { return num(float64(r.BodyBytes), 0, " B") })
+	for _, x := range [][2]string{{"Webhook", "webhook"}, {"None", "none"}} {
+		add("(setup) creates with the "+x[0]+" CRD: req/s", "req/s", func(s convSide) val {
+			return s.with(func(r *convertResult) val {
+				p := find(r.Phases, func(p *phase) bool { return p.Name == "populate-"+x[1] })
+				switch {
+				case p == nil:
+					return none("not reached")
+				case p.Errors > 0:
+					return none(fmt.Sprintf("**failed** (%d/%d errors)", p.Errors, p.Requests))
+				}
+				return num(p.PerSecond, 1, "")
+			})
+		})
 	}
-	add("first GET through the webhook (warm-up, not in the median: opens the webhook connection)", func(s convSide) val {
-		return s.with(func(r *convertResult) val {
-			if cl := r.list("webhook-v1"); cl != nil && cl.Warmup != nil && cl.Warmup.Status == 200 {
-				return val{v: cl.Warmup.Ms, ok: true, prec: 1, unit: fmt.Sprintf(" ms, %d calls", cl.Warmup.Webhook.Calls)}
-			}
-			return none("not measured")
-		})
-	})
-	addR(fmt.Sprintf("same list, **None conversion** (`%s`, read as v1): median", noneCRDName), medianOf("none-v1"))
-	addR("… min", minOf("none-v1"))
-	add("**webhook ÷ None** (medians)", convSide.ratioVal)
-	addR("same list in the storage version v1beta1, no conversion (Webhook CRD): median", medianOf("webhook-v1beta1"))
-	addR("same list in v1beta1 (None CRD): median", medianOf("none-v1beta1"))
-	add("webhook calls while creating the objects in v1beta1 (Webhook CRD's creates)", func(s convSide) val {
-		return s.with(func(r *convertResult) val {
-			if h, ok := r.PopulateHooks["populate-webhook"]; ok {
-				return hookCalls(&h, "")
-			}
-			return none("not reached")
-		})
-	})
-	add("webhook calls from the CRDs' creation to the first GET (both CRDs' creates and any conversion trailing them)", func(s convSide) val {
-		return s.with(func(r *convertResult) val { return hookCalls(r.BeforeLists, "not reached") })
-	})
-	add("webhook calls while deleting the two CRDs afterwards (`-cleanup`, reference only)", func(s convSide) val {
-		return s.with(func(r *convertResult) val { return hookCalls(r.CleanupHooks, "not run (no -cleanup)") })
-	})
-	add("largest ConversionReview of the run (objects)", func(s convSide) val {
-		return s.with(func(r *convertResult) val { return num(float64(r.MaxObjsPerCall), 0, "") })
-	})
-	add("(setup) create body, v1beta1 CronTab", func(s convSide) val {
-		return s.with(func(r *convertResult) val { return num(float64(r.BodyBytes), 0, " B") })
-	})
-	addR("(setup) creates with the Webhook CRD: req/s", func(s convSide) val { return convPhase(s, "populate-webhook") })
-	addR("(setup) creates with the None CRD: req/s", func(s convSide) val { return convPhase(s, "populate-none") })
-	addR("(not a target) RSS right after the lists, both CRDs' objects stored (reference: apiserver + etcd)", func(s convSide) val {
+	add("(not a target) RSS right after the lists, both CRDs' objects stored (reference: apiserver + etcd)", " MiB", func(s convSide) val {
 		return s.with(func(r *convertResult) val {
 			if len(r.RSSAfter) == 0 {
 				return none("not measured")
@@ -755,13 +648,11 @@ func convertFigs(n int) []fig[convSide] {
 			return num(r.RSSAfterMiB, 1, " MiB")
 		})
 	})
-	add("(fidelity, not a target) a None-converted v1 answer still carries the v1beta1-only field `hostPort`", func(s convSide) val {
-		return s.with(func(r *convertResult) val {
-			if cl := r.list("none-v1"); cl != nil && cl.HostPortKept != nil {
-				return label(map[bool]string{true: "yes (kept)", false: "no (pruned)"}[*cl.HostPortKept])
-			}
-			return label("not measured")
-		})
+	with("(fidelity, not a target) a None-converted v1 answer still carries the v1beta1-only field `hostPort`", func(r *convertResult) val {
+		if cl := r.list("none-v1"); cl != nil && cl.HostPortKept != nil {
+			return label(map[bool]string{true: "yes (kept)", false: "no (pruned)"}[*cl.HostPortKept])
+		}
+		return label("not measured")
 	})
 	return fs
 }
@@ -786,43 +677,26 @@ func convertReport(dir string, p func(string, ...any)) (targets [][]string, fail
 	p("%s\n", t)
 
 	// Targets (crdserver).
-	calls := c.listVal("webhook-v1", func(c *convList) float64 { return float64(c.CallsPerList) }, 0, " calls")
 	met := func(v val, ok func(float64) bool) string {
 		if !v.ok {
 			return "not measured"
 		}
 		return yesNo(ok(v.v))
 	}
-	targets = append(targets, []string{fmt.Sprintf("webhook conversion: at most 10 webhook calls for a list of %s objects", commas(n)),
-		calls.String(), met(calls, func(x float64) bool { return x <= 10 })})
+	calls := c.listVal("webhook-v1", func(c *convList) float64 { return float64(c.CallsPerList) }, 0, " calls")
 	rv := c.ratioVal()
 	m := rv.String()
 	if rv.ok {
-		med := func(name string) val {
-			return c.listVal(name, func(c *convList) float64 { return c.MedianMs }, 1, " ms")
-		}
-		m = fmt.Sprintf("%s vs %s (%s)", med("webhook-v1"), med("none-v1"), rv)
+		m = fmt.Sprintf("%s vs %s (%s)", c.listVal("webhook-v1", medianMs, 1, " ms"), c.listVal("none-v1", medianMs, 1, " ms"), rv)
 	}
-	targets = append(targets, []string{fmt.Sprintf("webhook conversion within 2× the None-conversion time (list of %s, medians)", commas(n)),
-		m, met(rv, func(x float64) bool { return x <= 2 })})
-
+	targets = [][]string{
+		{fmt.Sprintf("webhook conversion: at most 10 webhook calls for a list of %s objects", commas(n)), calls.String(), met(calls, func(x float64) bool { return x <= 10 })},
+		{fmt.Sprintf("webhook conversion within 2× the None-conversion time (list of %s, medians)", commas(n)), m, met(rv, func(x float64) bool { return x <= 2 })},
+	}
 	for i, s := range []convSide{c, r} {
 		if s.res != nil {
 			fails = append(fails, workloadFailures([]string{"crdserver", "reference"}[i], "webhook conversion", s.res.Error, s.res.Failures)...)
 		}
 	}
 	return targets, fails
-}
-
-func convPhase(s convSide, name string) val {
-	return s.with(func(r *convertResult) val {
-		p := find(r.Phases, func(x *phase) bool { return x.Name == name })
-		switch {
-		case p == nil:
-			return none("not reached")
-		case p.Errors > 0:
-			return none(fmt.Sprintf("**failed** (%d/%d errors)", p.Errors, p.Requests))
-		}
-		return num(p.PerSecond, 1, "")
-	})
 }

@@ -78,8 +78,8 @@ func TestWebhookCounter(t *testing.T) {
 	rec := httptest.NewRecorder()
 	c.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader("not a review")))
 	got := c.snapshot()
-	if got.Calls != 3 || got.Objects != 8 || got.Non200 != 1 || c.maxObjs.Load() != 5 {
-		t.Errorf("counted %+v, max %d; want 3 calls, 8 objects, 1 non-200, max 5", got, c.maxObjs.Load())
+	if got.Calls != 3 || got.Objects != 8 || got.Non200 != 1 || c.maxObjs != 5 {
+		t.Errorf("counted %+v, max %d; want 3 calls, 8 objects, 1 non-200, max 5", got, c.maxObjs)
 	}
 }
 

@@ -1,27 +1,20 @@
 package main
 
 // crdbench core: built-in types against one server (crdserver or
-// kube-apiserver), over the same HTTPS/HTTP2 client as load.
-//
-//   - ConfigMaps: n sequential creates (10 keys, 200 bytes of data) in a
-//     namespace it creates, n sequential gets of them, then -lists plain GETs
-//     of the whole collection (no limit).
-//   - Lease renewals: -leases Leases, each renewed every -lease-period for
-//     -lease-duration, their renewals spread evenly over the period. A
-//     renewal is what client-go's leader election does with a
-//     resourcelock.LeaseLock while it leads: a PUT of the lease it got back
-//     from its last write (so with that resourceVersion) with spec.renewTime
-//     and spec.holderIdentity set; if that PUT fails, a GET and a PUT of what
-//     the GET returned (tryAcquireOrRenew's slow path).
-//
-// The server's CPU time (utime+stime of /proc/PID/stat, for every -pid) is
-// read before and after each phase, and its VmRSS at the end of the renewals.
+// kube-apiserver). ConfigMaps (10 keys, 200 bytes of data): n sequential
+// creates in a namespace it creates, n sequential gets, then -lists plain
+// GETs of the collection. Leases: -leases of them, each renewed every
+// -lease-period for -lease-duration, spread evenly over the period, as
+// client-go's leader election renews a LeaseLock it holds: a PUT of the
+// lease of its last write with spec.renewTime and spec.holderIdentity set;
+// if that fails, a GET and a PUT of what the GET returned. The server's CPU
+// time (utime+stime of /proc/PID/stat, every -pid) is read over each phase,
+// its VmRSS at the end of the renewals.
 
 import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -33,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -71,71 +63,31 @@ type cpuSnap struct {
 }
 
 // parseProcStat returns utime and stime (fields 14 and 15, in clock ticks)
-// of a /proc/PID/stat line. The command name (field 2) is in parentheses
-// and may itself hold spaces and parentheses, so fields are counted from
-// the last ')'.
+// of a /proc/PID/stat line. The command name (field 2) may hold spaces and
+// parentheses, so fields are counted from the last ')'.
 func parseProcStat(b []byte) (utime, stime uint64, err error) {
 	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, errors.New("no ')' in /proc/PID/stat")
-	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state), so field 14 is f[11] and field 15 is f[12].
-	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("/proc/PID/stat has %d fields after the command, want at least 13", len(f))
+	if i < 0 || len(f) < 13 {
+		return 0, 0, errors.New("/proc/PID/stat: want a ')' and at least 13 fields after it")
 	}
-	if utime, err = strconv.ParseUint(f[11], 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("utime: %w", err)
+	utime, err = strconv.ParseUint(f[11], 10, 64) // f[0] is field 3
+	if err == nil {
+		stime, err = strconv.ParseUint(f[12], 10, 64)
 	}
-	if stime, err = strconv.ParseUint(f[12], 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("stime: %w", err)
-	}
-	return utime, stime, nil
+	return utime, stime, err
 }
 
-// atClkTck is the auxiliary vector entry holding sysconf(_SC_CLK_TCK).
-const atClkTck = 17
+// userHZ is the unit of /proc/PID/stat's times: Linux's USER_HZ, 100 on
+// every architecture this runs on (sysconf(_SC_CLK_TCK)).
+const userHZ = 100
 
-// parseAuxvClkTck finds AT_CLKTCK in a /proc/PID/auxv of native-endian
-// (type, value) word pairs of wordSize bytes.
-func parseAuxvClkTck(b []byte, wordSize int) (uint64, bool) {
-	word := func(p []byte) uint64 {
-		if wordSize == 4 {
-			return uint64(binary.NativeEndian.Uint32(p))
-		}
-		return binary.NativeEndian.Uint64(p)
-	}
-	for i := 0; i+2*wordSize <= len(b); i += 2 * wordSize {
-		typ, v := word(b[i:]), word(b[i+wordSize:])
-		if typ == 0 { // AT_NULL
-			break
-		}
-		if typ == atClkTck && v > 0 {
-			return v, true
-		}
-	}
-	return 0, false
-}
-
-// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's times
-// (100 on every Linux this runs on; read from the auxiliary vector anyway).
-func clockTicks() float64 {
-	if b, err := os.ReadFile("/proc/self/auxv"); err == nil {
-		if v, ok := parseAuxvClkTck(b, strconv.IntSize/8); ok {
-			return float64(v)
-		}
-	}
-	return 100
-}
-
-type cpuMeter struct {
-	pids []pidSpec
-	hz   float64
-}
+// cpuMeter reads the CPU time of the server's processes.
+type cpuMeter []pidSpec
 
 func (m cpuMeter) snap() cpuSnap {
-	s := cpuSnap{at: time.Now(), ticks: make([]uint64, len(m.pids)), errs: make([]string, len(m.pids))}
-	for i, p := range m.pids {
+	s := cpuSnap{at: time.Now(), ticks: make([]uint64, len(m)), errs: make([]string, len(m))}
+	for i, p := range m {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
 		if err == nil {
 			var u, st uint64
@@ -149,10 +101,18 @@ func (m cpuMeter) snap() cpuSnap {
 	return s
 }
 
-// cpuBetween is the CPU time each process used from a to b.
-func cpuBetween(pids []pidSpec, a, b cpuSnap, hz float64) *cpuWindow {
+// since is the CPU time each process used since a (nil with no processes).
+func (m cpuMeter) since(a cpuSnap) *cpuWindow {
+	if len(m) == 0 {
+		return nil
+	}
+	return m.between(a, m.snap())
+}
+
+// between is the CPU time each process used from a to b.
+func (m cpuMeter) between(a, b cpuSnap) *cpuWindow {
 	w := &cpuWindow{WallSec: b.at.Sub(a.at).Seconds()}
-	for i, p := range pids {
+	for i, p := range m {
 		c := cpuProc{Name: p.name, PID: p.pid, Counted: p.counted}
 		switch {
 		case a.errs[i] != "":
@@ -162,7 +122,7 @@ func cpuBetween(pids []pidSpec, a, b cpuSnap, hz float64) *cpuWindow {
 		case b.ticks[i] < a.ticks[i]:
 			c.Error = "CPU time went down (another process with this PID?)"
 		default:
-			c.CPUSec = float64(b.ticks[i]-a.ticks[i]) / hz
+			c.CPUSec = float64(b.ticks[i]-a.ticks[i]) / userHZ
 		}
 		if p.counted {
 			if c.Error != "" && w.Error == "" {
@@ -240,18 +200,13 @@ func (r *coreResult) phase(name string) *corePhase {
 
 // configMapBody is a ConfigMap of 10 keys and 200 bytes of data.
 func configMapBody(name string, i int) ([]byte, int) {
-	data := map[string]string{}
-	size := 0
-	for k := 0; k < 10; k++ {
+	data, size := map[string]string{}, 0
+	for k := range 10 {
 		key, v := fmt.Sprintf("key-%d", k), fmt.Sprintf("value-%d-%07d", k, i)
-		data[key] = v
-		size += len(key) + len(v)
+		data[key], size = v, size+len(key)+len(v)
 	}
-	b, _ := json.Marshal(map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}},
-		"data":     data,
-	})
+	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name, "labels": map[string]string{"bench": "crdbench"}}, "data": data})
 	return b, size
 }
 
@@ -260,32 +215,24 @@ func microTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.
 
 // leaseBody is the Lease client-go's LeaseLock.Create makes for a new holder.
 func leaseBody(name, holder string, now time.Time) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{
-			"holderIdentity": holder, "leaseDurationSeconds": 15,
-			"acquireTime": microTime(now), "renewTime": microTime(now), "leaseTransitions": 0,
-		},
-	})
-	return b
+	return fmt.Appendf(nil, `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":%q},"spec":{"acquireTime":%q,`+
+		`"holderIdentity":%q,"leaseDurationSeconds":15,"leaseTransitions":0,"renewTime":%q}}`, name, microTime(now), holder, microTime(now))
 }
 
 // renewedLease is what LeaseLock.Update sends: the lease as last read from
 // the server (metadata, resourceVersion included) with the holder's record
 // written to its spec (renewTime now; holderIdentity, the rest kept).
 func renewedLease(last []byte, holder string, now time.Time) ([]byte, error) {
-	var obj map[string]any
-	if err := json.Unmarshal(last, &obj); err != nil {
-		return nil, err
+	var obj map[string]json.RawMessage
+	var spec map[string]any
+	if err := json.Unmarshal(last, &obj); err != nil || obj == nil {
+		return nil, cmp.Or(err, errors.New("null"))
 	}
-	spec, _ := obj["spec"].(map[string]any)
-	if spec == nil {
+	if _ = json.Unmarshal(obj["spec"], &spec); spec == nil {
 		spec = map[string]any{}
-		obj["spec"] = spec
 	}
-	spec["holderIdentity"] = holder
-	spec["renewTime"] = microTime(now)
+	spec["holderIdentity"], spec["renewTime"] = holder, microTime(now)
+	obj["spec"], _ = json.Marshal(spec)
 	return json.Marshal(obj)
 }
 
@@ -293,8 +240,7 @@ func renewedLease(last []byte, holder string, now time.Time) ([]byte, error) {
 // renewal at start + offset(i) + k×period, offsets spread evenly over one
 // period; ticks per lease = duration / period (at least 1).
 func tickPlan(leases int, period, duration time.Duration) (ticks int, offset func(i int) time.Duration) {
-	ticks = max(1, int(duration/period))
-	return ticks, func(i int) time.Duration { return time.Duration(int64(period) * int64(i) / int64(leases)) }
+	return max(1, int(duration/period)), func(i int) time.Duration { return time.Duration(int64(period) * int64(i) / int64(leases)) }
 }
 
 // statusKey names a failed answer for the counters: its HTTP status, or
@@ -304,6 +250,18 @@ func statusKey(code int, err error) string {
 		return "error"
 	}
 	return strconv.Itoa(code)
+}
+
+// countedPIDs are the -pid processes (counted) and the -side-pid ones (only recorded).
+func countedPIDs(pids, side namedPIDs) cpuMeter {
+	var m cpuMeter
+	for _, p := range pids {
+		m = append(m, pidSpec{p.name, p.pid, true})
+	}
+	for _, p := range side {
+		m = append(m, pidSpec{p.name, p.pid, false})
+	}
+	return m
 }
 
 func runCore(args []string) error {
@@ -350,34 +308,17 @@ func runCore(args []string) error {
 	if err != nil {
 		return err
 	}
-	base := c.base
-	var procs []pidSpec
-	for _, p := range pids {
-		procs = append(procs, pidSpec{p.name, p.pid, true})
+	meter := countedPIDs(pids, side)
+	ns, nsURL := *namespace, c.base+"/api/v1/namespaces/"+*namespace
+	cmColl, leaseColl := nsURL+"/configmaps", c.base+"/apis/coordination.k8s.io/v1/namespaces/"+ns+"/leases"
+	res := &coreResult{Server: c.base, Name: *name, ClientCert: t.cert != "", Namespace: ns, ClockTicks: userHZ}
+	num5 := func(prefix string) func(int) string {
+		return func(i int) string { return prefix + strconv.Itoa(100000 + i)[1:] }
 	}
-	for _, p := range side {
-		procs = append(procs, pidSpec{p.name, p.pid, false})
-	}
-	meter := cpuMeter{pids: procs, hz: clockTicks()}
-	window := func(a cpuSnap) *cpuWindow {
-		if len(procs) == 0 {
-			return nil
-		}
-		return cpuBetween(procs, a, meter.snap(), meter.hz)
-	}
-
-	ns := *namespace
-	nsURL := base + "/api/v1/namespaces/" + ns
-	cmColl := nsURL + "/configmaps"
-	leaseColl := base + "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"
-	res := &coreResult{Server: base, Name: *name, ClientCert: t.cert != "", Namespace: ns, ClockTicks: meter.hz}
-	cmName := func(i int) string { return "cm-" + strconv.Itoa(100000 + i)[1:] }
-	leaseName := func(i int) string { return "lease-" + strconv.Itoa(100000 + i)[1:] }
-	holder := func(i int) string { return "crdbench-holder-" + strconv.Itoa(100000 + i)[1:] }
+	cmName, leaseName, holder := num5("cm-"), num5("lease-"), num5("crdbench-holder-")
 	b0, dataBytes := configMapBody(cmName(0), 0)
 	res.ConfigMapBytes, res.ConfigMapData = len(b0), dataBytes
 	nsCreated := false
-
 	finish := func(err error) error {
 		if nsCreated && *cleanup {
 			res.Cleanup = c.deleteAndWait("namespace", nsURL, *cleanupWait)
@@ -391,40 +332,34 @@ func runCore(args []string) error {
 	}
 
 	// The namespace: it must not exist (it could be someone else's).
-	if f, err := c.create(context.Background(), "namespace", "namespace "+ns, base+"/api/v1/namespaces", namespaceBody(ns)); err != nil {
+	if f, err := c.create(context.Background(), "namespace", "namespace "+ns, c.base+"/api/v1/namespaces", namespaceBody(ns)); err != nil {
 		res.Failures = append(res.Failures, *f)
 		return finish(err)
 	}
 	nsCreated = true
-
-	// ConfigMaps.
 	measured := func(name string, nreq, workers int, req func(i int) request, after func(i int, ok bool, b []byte)) corePhase {
+		log.Printf("%s: %d requests with %d workers", name, nreq, workers)
 		s := meter.snap()
 		p := corePhase{phase: c.phase(context.Background(), name, nreq, workers, *phaseLimit, req, after)}
-		p.CPU = window(s)
+		p.CPU = meter.since(s)
 		res.Phases = append(res.Phases, p)
 		return p
 	}
-	log.Printf("%d sequential ConfigMap creates", *n)
 	cr := measured("configmap-create", *n, 1, func(i int) request {
 		b, _ := configMapBody(cmName(i), i)
 		return request{http.MethodPost, cmColl, b, []int{http.StatusCreated}}
 	}, func(i int, ok bool, b []byte) {
 		if ok && i == 0 {
-			res.Sample = truncate(b, 4000)
 			var obj struct {
-				Metadata struct {
-					ManagedFields []json.RawMessage `json:"managedFields"`
-				} `json:"metadata"`
+				Metadata struct{ ManagedFields []json.RawMessage }
 			}
 			_ = json.Unmarshal(b, &obj)
-			res.ManagedFields = len(obj.Metadata.ManagedFields) > 0
+			res.Sample, res.ManagedFields = truncate(b, 4000), len(obj.Metadata.ManagedFields) > 0
 		}
 	})
 	if cr.Aborted {
 		return finish(nil)
 	}
-	log.Printf("%d sequential ConfigMap gets", *n)
 	measured("configmap-get", *n, 1, func(i int) request {
 		return request{http.MethodGet, cmColl + "/" + cmName(i), nil, []int{http.StatusOK}}
 	}, nil)
@@ -433,26 +368,23 @@ func runCore(args []string) error {
 	l := &loader{client: c, coll: cmColl}
 	var ds []float64
 	s := meter.snap()
-	for i := 0; i < *lists; i++ {
+	for range *lists {
 		smp, f := l.list()
-		res.Lists = append(res.Lists, smp)
-		if f != nil {
+		if res.Lists = append(res.Lists, smp); f != nil {
 			f.Phase = "configmap-list"
 			res.Failures = append(res.Failures, *f)
 			break
 		}
-		ds = append(ds, smp.Ms)
-		res.ListItems, res.ListBytes = smp.Items, smp.Bytes
+		ds, res.ListItems, res.ListBytes = append(ds, smp.Ms), smp.Items, smp.Bytes
 	}
-	res.ListCPU = window(s)
+	res.ListCPU = meter.since(s)
 	if len(ds) > 0 {
 		res.ListMedianMs, res.ListMinMs, res.ListMaxMs = median(ds), slices.Min(ds), slices.Max(ds)
-		if res.ListItems < cr.Requests-cr.Errors {
-			res.Failures = append(res.Failures, failure{Phase: "configmap-list", Method: http.MethodGet, Path: strings.TrimPrefix(cmColl, base), Status: 200,
-				Error: fmt.Sprintf("list returned %d items, want at least %d", res.ListItems, cr.Requests-cr.Errors)})
+		if want := cr.Requests - cr.Errors; res.ListItems < want {
+			res.Failures = append(res.Failures, failure{Phase: "configmap-list", Method: http.MethodGet, Path: strings.TrimPrefix(cmColl, c.base), Status: 200,
+				Error: fmt.Sprintf("list returned %d items, want at least %d", res.ListItems, want)})
 		}
 	}
-
 	if *leases == 0 {
 		return finish(nil)
 	}
@@ -461,7 +393,6 @@ func runCore(args []string) error {
 	lr := &leaseResult{Leases: *leases, PeriodSec: period.Seconds(), DurationSec: duration.Seconds()}
 	res.Lease = lr
 	last := make([][]byte, *leases) // each lease as the server last returned it
-	log.Printf("%d Lease creates with %d workers (setup)", *leases, *conc)
 	now := time.Now()
 	setup := measured("lease-create", *leases, *conc, func(i int) request {
 		return request{http.MethodPost, leaseColl, leaseBody(leaseName(i), holder(i), now), []int{http.StatusCreated}}
@@ -474,25 +405,21 @@ func runCore(args []string) error {
 		lr.Aborted = "not all leases could be created"
 		return finish(nil)
 	}
-	if *idle > 0 && len(procs) > 0 {
+	if *idle > 0 && len(meter) > 0 {
 		log.Printf("idle %v (server CPU baseline)", *idle)
 		s := meter.snap()
 		time.Sleep(*idle)
-		lr.Idle = window(s)
+		lr.Idle = meter.since(s)
 	}
-	renewLeases(c, lr, last, leaseColl, leaseName, holder, *period, *duration, *renewTO, meter, window)
-	for _, p := range procs {
+	renewLeases(c, lr, last, leaseColl, leaseName, holder, *period, *duration, *renewTO, meter)
+	for _, p := range meter {
 		m := readMem(p.name, p.pid)
-		lr.RSSEnd = append(lr.RSSEnd, m)
-		if p.counted {
+		if lr.RSSEnd = append(lr.RSSEnd, m); p.counted {
 			lr.RSSEndMiB += m.VMRSSMiB
 		}
 	}
 	if lr.Failed > 0 || lr.Aborted != "" {
-		f := failure{Phase: "lease-renew"}
-		if lr.Latency.FirstError != nil {
-			f = *lr.Latency.FirstError
-		}
+		f := *cmp.Or(lr.Latency.FirstError, &failure{Phase: "lease-renew"})
 		f.Error = strings.TrimSpace(f.Error + fmt.Sprintf(" (%d of %d renewals failed: %v)", lr.Failed, lr.OK+lr.Failed, lr.FailedStatuses))
 		if lr.Aborted != "" {
 			f.Error += "; aborted: " + lr.Aborted
@@ -505,8 +432,7 @@ func runCore(args []string) error {
 // renewLeases renews every lease each period for duration, as client-go's
 // leader election renews a LeaseLock it holds, and records the latencies,
 // the failures and the server's CPU time over the run.
-func renewLeases(c *client, lr *leaseResult, last [][]byte, coll string, leaseName, holder func(int) string,
-	period, duration, renewTO time.Duration, meter cpuMeter, window func(cpuSnap) *cpuWindow) {
+func renewLeases(c *client, lr *leaseResult, last [][]byte, coll string, leaseName, holder func(int) string, period, duration, renewTO time.Duration, meter cpuMeter) {
 	ticks, offset := tickPlan(len(last), period, duration)
 	lr.TicksPerLease, lr.Scheduled = ticks, ticks*len(last)
 	// Everything ends by this deadline, whatever the server does.
@@ -515,8 +441,6 @@ func renewLeases(c *client, lr *leaseResult, last [][]byte, coll string, leaseNa
 	var (
 		mu       sync.Mutex
 		lat, lag []time.Duration
-		first    *failure
-		aborted  atomic.Bool
 	)
 	lr.FailedStatuses, lr.FastStatuses = map[string]int{}, map[string]int{}
 	fail := func(f *failure, key string) {
@@ -524,57 +448,50 @@ func renewLeases(c *client, lr *leaseResult, last [][]byte, coll string, leaseNa
 		defer mu.Unlock()
 		lr.Failed++
 		lr.FailedStatuses[key]++
-		if first == nil {
-			first = f
-		}
-		if lr.OK == 0 && lr.Failed >= 10 && !aborted.Load() {
-			aborted.Store(true)
+		lr.Latency.FirstError = cmp.Or(lr.Latency.FirstError, f)
+		if lr.OK == 0 && lr.Failed >= 10 && lr.Aborted == "" {
 			lr.Aborted = "the first 10 renewals failed"
 			cancel()
 		}
+	}
+	// put sends a renewal of lease i made from the lease as last read (prev).
+	put := func(ctx context.Context, i int, prev []byte) (int, []byte, []byte, error) {
+		body, err := renewedLease(prev, holder(i), time.Now())
+		if err != nil {
+			return 0, nil, nil, fmt.Errorf("previous answer: %w", err)
+		}
+		code, b, err := c.do(ctx, http.MethodPut, coll+"/"+leaseName(i), body)
+		return code, b, body, err
 	}
 	// renew is one renewal of lease i: the fast path (PUT of the last
 	// answer), then if that fails the slow path (GET, PUT).
 	renew := func(i int) {
 		rctx, rcancel := context.WithTimeout(ctx, renewTO)
 		defer rcancel()
-		url := coll + "/" + leaseName(i)
-		t0 := time.Now()
-		body, err := renewedLease(last[i], holder(i), t0)
-		if err != nil {
-			fail(&failure{Phase: "lease-renew", Error: "previous answer: " + err.Error()}, "error")
-			return
-		}
-		code, b, err := c.do(rctx, http.MethodPut, url, body)
+		url, t0 := coll+"/"+leaseName(i), time.Now()
+		code, b, body, err := put(rctx, i, last[i])
 		if err != nil || code != http.StatusOK {
 			mu.Lock()
 			lr.FastPathRefused++
 			lr.FastStatuses[statusKey(code, err)]++
 			mu.Unlock()
-			code, b, err = c.do(rctx, http.MethodGet, url, nil)
-			if err != nil || code != http.StatusOK {
-				fail(c.fail("lease-renew (slow path GET)", http.MethodGet, url, code, b, err), "GET "+statusKey(code, err))
-				return
+			m := http.MethodGet
+			if code, b, err = c.do(rctx, m, url, nil); err == nil && code == http.StatusOK {
+				m = http.MethodPut
+				code, b, body, err = put(rctx, i, b)
 			}
-			if body, err = renewedLease(b, holder(i), time.Now()); err != nil {
-				fail(&failure{Phase: "lease-renew", Error: "GET answer: " + err.Error()}, "error")
-				return
-			}
-			code, b, err = c.do(rctx, http.MethodPut, url, body)
 			if err != nil || code != http.StatusOK {
-				fail(c.fail("lease-renew (slow path PUT)", http.MethodPut, url, code, b, err), "PUT "+statusKey(code, err))
+				fail(c.fail("lease-renew (slow path "+m+")", m, url, code, b, err), m+" "+statusKey(code, err))
 				return
 			}
 		}
 		d := time.Since(t0)
 		last[i] = b
 		mu.Lock()
+		defer mu.Unlock()
 		lr.OK++
 		lat = append(lat, d)
-		if lr.PutBodyBytes == 0 {
-			lr.PutBodyBytes = len(body)
-		}
-		mu.Unlock()
+		lr.PutBodyBytes = cmp.Or(lr.PutBodyBytes, len(body))
 	}
 
 	log.Printf("renewing %d leases every %v for %v (%d renewals)", len(last), period, duration, lr.Scheduled)
@@ -585,49 +502,42 @@ func renewLeases(c *client, lr *leaseResult, last [][]byte, coll string, leaseNa
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := 0; k < ticks; k++ {
+			for k := range ticks {
 				due := start.Add(offset(i) + time.Duration(k)*period)
-				if d := time.Until(due); d > 0 {
-					select {
-					case <-ctx.Done():
-					case <-time.After(d):
-					}
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Until(due)):
 				}
 				if ctx.Err() != nil {
 					return
 				}
+				// A tick a period late (the lease's previous renewal still
+				// ran into it) is skipped.
 				late := time.Since(due)
-				if late >= period {
-					// The previous renewal of this lease ran into this tick's
-					// successor: this one is skipped.
-					mu.Lock()
-					lr.Missed++
-					mu.Unlock()
-					continue
-				}
 				mu.Lock()
-				lag = append(lag, max(0, late))
+				if late >= period {
+					lr.Missed++
+				} else {
+					lag = append(lag, max(0, late))
+				}
 				mu.Unlock()
-				renew(i)
+				if late < period {
+					renew(i)
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	wall := time.Since(start)
-	lr.CPU = window(s)
+	lr.CPU = meter.since(s)
 	if ctx.Err() != nil && lr.Aborted == "" {
 		lr.Aborted = "time limit reached: " + ctx.Err().Error()
 	}
+	first := lr.Latency.FirstError
 	lr.Latency = summarize("lease-renew", lat, wall)
-	lr.Latency.Concurrency = len(last)
-	lr.Latency.Errors = lr.Failed
-	lr.Latency.Aborted = lr.Aborted != ""
-	lr.Latency.FirstError = first
+	lr.Latency.Concurrency, lr.Latency.Errors, lr.Latency.Aborted, lr.Latency.FirstError = len(last), lr.Failed, lr.Aborted != "", first
 	slices.Sort(lag)
-	lr.LagP50Ms, lr.LagP99Ms = ms(percentile(lag, 0.5)), ms(percentile(lag, 0.99))
-	if len(lag) > 0 {
-		lr.LagMaxMs = ms(lag[len(lag)-1])
-	}
+	lr.LagP50Ms, lr.LagP99Ms, lr.LagMaxMs = ms(percentile(lag, 0.5)), ms(percentile(lag, 0.99)), ms(percentile(lag, 1))
 	if len(lr.FailedStatuses) == 0 {
 		lr.FailedStatuses = nil
 	}
@@ -639,55 +549,48 @@ func renewLeases(c *client, lr *leaseResult, last [][]byte, coll string, leaseNa
 // coreSide is the core-types benchmark of one server (core-NAME.json).
 type coreSide sideOf[coreResult]
 
-// phaseVal is a figure of one phase, or why there is none.
-func (s coreSide) phaseVal(name string, f func(*corePhase) (float64, bool), prec int, unit string) val {
+// val is f of the result as a figure; f says why there is none instead
+// ("not reached", "**failed** …", "not measured").
+func (s coreSide) val(prec int, unit string, f func(*coreResult) (float64, string)) val {
 	if s.res == nil {
 		return none(s.why)
 	}
-	p := s.res.phase(name)
-	if p == nil {
-		return none("not reached")
-	}
-	if p.Errors > 0 || p.Aborted {
-		return none(fmt.Sprintf("**failed** (%d/%d errors)", p.Errors, p.Requests))
-	}
-	v, ok := f(p)
-	if !ok {
-		return none("not measured")
+	v, why := f(s.res)
+	if why != "" {
+		return none(why)
 	}
 	return num(v, prec, unit)
 }
 
-// listVal is a figure of the ConfigMap lists.
-func (s coreSide) listVal(f func(*coreResult) float64, prec int, unit string) val {
-	if s.res == nil {
-		return none(s.why)
-	}
-	if len(s.res.Lists) == 0 {
-		return none("not reached")
-	}
-	for _, f := range s.res.Failures {
-		if f.Phase == "configmap-list" {
-			return none("**failed** (see Failures)")
+// phaseVal is a figure of one phase; ok false: not measured.
+func phaseVal(name string, f func(*corePhase) (float64, bool)) func(*coreResult) (float64, string) {
+	return func(r *coreResult) (float64, string) {
+		p := r.phase(name)
+		switch {
+		case p == nil:
+			return 0, "not reached"
+		case p.Errors > 0 || p.Aborted:
+			return 0, fmt.Sprintf("**failed** (%d/%d errors)", p.Errors, p.Requests)
 		}
+		return measuredOr(f(p))
 	}
-	return num(f(s.res), prec, unit)
 }
 
-// leaseVal is a figure of the lease renewals.
-func (s coreSide) leaseVal(f func(*leaseResult) (float64, bool), prec int, unit string) val {
-	if s.res == nil {
-		return none(s.why)
+// leaseVal is a figure of the lease renewals; ok false: not measured.
+func leaseVal(f func(*leaseResult) (float64, bool)) func(*coreResult) (float64, string) {
+	return func(r *coreResult) (float64, string) {
+		if r.Lease == nil || r.Lease.TicksPerLease == 0 {
+			return 0, "not reached"
+		}
+		return measuredOr(f(r.Lease))
 	}
-	lr := s.res.Lease
-	if lr == nil || lr.TicksPerLease == 0 {
-		return none("not reached")
-	}
-	v, ok := f(lr)
+}
+
+func measuredOr(v float64, ok bool) (float64, string) {
 	if !ok {
-		return none("not measured")
+		return 0, "not measured"
 	}
-	return num(v, prec, unit)
+	return v, ""
 }
 
 // coreRatio is ratio, with two significant digits below 0.1 (so that a
@@ -702,18 +605,17 @@ func coreRatio(a, b val) string {
 // cpuOK is a CPU window whose counted processes could all be read.
 func cpuOK(w *cpuWindow) bool { return w != nil && w.Error == "" }
 
-// procList is "name 1.2 s, name 0.3 s" for the processes of a window.
+// procList is "name 1.2 s (3.0%), name 0.3 s (1.0%)" for the processes of a window.
 func procList(w *cpuWindow, counted bool) string {
 	var parts []string
 	for _, p := range w.Procs {
-		if p.Counted != counted {
-			continue
-		}
-		if p.Error != "" {
+		switch {
+		case p.Counted != counted:
+		case p.Error != "":
 			parts = append(parts, fmt.Sprintf("%s: %s", p.Name, p.Error))
-			continue
+		default:
+			parts = append(parts, fmt.Sprintf("%s %.2f s (%.1f%%)", p.Name, p.CPUSec, p.CPUSec/max(w.WallSec, 1e-9)*100))
 		}
-		parts = append(parts, fmt.Sprintf("%s %.2f s (%.1f%%)", p.Name, p.CPUSec, p.CPUSec/max(w.WallSec, 1e-9)*100))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -721,120 +623,113 @@ func procList(w *cpuWindow, counted bool) string {
 // coreFigs are the rows of the core types table.
 func coreFigs(n, lists, leases, conc int, period, duration, idle float64) []fig[coreSide] {
 	var fs []fig[coreSide]
-	add := func(metric string, r func(a, b val) string, cell func(coreSide) val) {
-		fs = append(fs, fig[coreSide]{metric, cell, r})
+	add := func(metric string, r func(a, b val) string, prec int, unit string, f func(*coreResult) (float64, string)) {
+		fs = append(fs, fig[coreSide]{metric, func(s coreSide) val { return s.val(prec, unit, f) }, r})
 	}
-	ph := func(name string, f func(*corePhase) (float64, bool), prec int, unit string) func(coreSide) val {
-		return func(s coreSide) val { return s.phaseVal(name, f, prec, unit) }
-	}
-	for _, x := range []struct{ name, what string }{{"configmap-create", "ConfigMap creates"}, {"configmap-get", "ConfigMap gets"}} {
-		add(fmt.Sprintf("%s sequential %s: req/s", commas(n), x.what), coreRatio, ph(x.name, func(p *corePhase) (float64, bool) { return p.PerSecond, true }, 1, ""))
-		add("… p50", coreRatio, ph(x.name, func(p *corePhase) (float64, bool) { return p.P50Ms, true }, 2, " ms"))
-		add("… p99", coreRatio, ph(x.name, func(p *corePhase) (float64, bool) { return p.P99Ms, true }, 2, " ms"))
-		add("… server CPU time per request", coreRatio, ph(x.name, func(p *corePhase) (float64, bool) {
-			return orZero(p.CPU).TotalSec * 1000 / float64(max(1, p.Requests)), cpuOK(p.CPU) && p.Requests > 0
-		}, 3, " ms"))
-	}
-	list := func(f func(*coreResult) float64, prec int, unit string) func(coreSide) val {
-		return func(s coreSide) val { return s.listVal(f, prec, unit) }
-	}
-	add(fmt.Sprintf("list of the %s ConfigMaps (plain GET, no limit): median of %d", commas(n), lists), coreRatio, list(func(r *coreResult) float64 { return r.ListMedianMs }, 1, " ms"))
-	add("… min", coreRatio, list(func(r *coreResult) float64 { return r.ListMinMs }, 1, " ms"))
-	add("… max", coreRatio, list(func(r *coreResult) float64 { return r.ListMaxMs }, 1, " ms"))
-	add("… items returned", nil, list(func(r *coreResult) float64 { return float64(r.ListItems) }, 0, ""))
-	add("… bytes per item", coreRatio, list(func(r *coreResult) float64 { return float64(r.ListBytes) / float64(max(1, r.ListItems)) }, 0, " B"))
-	add("created ConfigMaps carry `metadata.managedFields`", nil, func(s coreSide) val {
-		switch {
-		case s.res == nil:
-			return label(s.why)
-		case s.res.Sample == "":
-			return label("not measured")
-		}
-		return label(map[bool]string{true: "yes", false: "no"}[s.res.ManagedFields])
-	})
-
-	lease := func(f func(*leaseResult) (float64, bool), prec int, unit string) func(coreSide) val {
-		return func(s coreSide) val { return s.leaseVal(f, prec, unit) }
-	}
-	add(fmt.Sprintf("%s Leases renewed every %.0f s for %.0f s: renewals done / scheduled", commas(leases), period, duration), nil, func(s coreSide) val {
-		if s.res == nil {
-			return label(s.why)
-		}
-		lr := s.res.Lease
-		if lr == nil || lr.TicksPerLease == 0 {
-			if lr != nil && lr.Aborted != "" {
-				return label("**not run**: " + lr.Aborted)
+	text := func(metric string, f func(*coreResult) string) {
+		fs = append(fs, fig[coreSide]{metric, func(s coreSide) val {
+			if s.res == nil {
+				return label(s.why)
 			}
-			return label("not reached")
-		}
-		t := fmt.Sprintf("%s / %s", commas(lr.OK), commas(lr.Scheduled))
-		if lr.Aborted != "" {
-			t += " (**aborted**: " + lr.Aborted + ")"
-		}
-		return label(t)
-	})
-	for _, x := range []struct {
-		metric string
-		r      func(a, b val) string
-		f      func(*leaseResult) float64
-		prec   int
-		unit   string
-	}{
-		{"… renewals per second", nil, func(lr *leaseResult) float64 { return lr.Latency.PerSecond }, 1, ""},
-		{"… renewal latency p50", coreRatio, func(lr *leaseResult) float64 { return lr.Latency.P50Ms }, 2, " ms"},
-		{"… renewal latency p99", coreRatio, func(lr *leaseResult) float64 { return lr.Latency.P99Ms }, 2, " ms"},
-		{"… renewal latency max", coreRatio, func(lr *leaseResult) float64 { return lr.Latency.MaxMs }, 2, " ms"},
-		{"… **failed renewals**", nil, func(lr *leaseResult) float64 { return float64(lr.Failed) }, 0, ""},
-		{"… fast path refused (the PUT with the last resourceVersion failed; GET + PUT instead)", nil, func(lr *leaseResult) float64 { return float64(lr.FastPathRefused) }, 0, ""},
-		{"… renewals skipped (the lease's previous renewal still running a period later)", nil, func(lr *leaseResult) float64 { return float64(lr.Missed) }, 0, ""},
-		{"… renewals started behind schedule, p99 (crdbench's own delay, or the same lease's previous renewal still running at its next tick)", nil,
-			func(lr *leaseResult) float64 { return lr.LagP99Ms }, 2, " ms"},
-	} {
-		add(x.metric, x.r, lease(func(lr *leaseResult) (float64, bool) { return x.f(lr), true }, x.prec, x.unit))
+			return label(f(s.res))
+		}, nil})
 	}
-	cpu := func(f func(lr *leaseResult) float64, prec int, unit string) func(coreSide) val {
-		return lease(func(lr *leaseResult) (float64, bool) {
-			if !cpuOK(lr.CPU) {
+	for _, x := range [][2]string{{"configmap-create", "ConfigMap creates"}, {"configmap-get", "ConfigMap gets"}} {
+		ph := func(f func(p *corePhase) float64) func(*coreResult) (float64, string) {
+			return phaseVal(x[0], func(p *corePhase) (float64, bool) { return f(p), true })
+		}
+		add(fmt.Sprintf("%s sequential %s: req/s", commas(n), x[1]), coreRatio, 1, "", ph(func(p *corePhase) float64 { return p.PerSecond }))
+		add("… p50", coreRatio, 2, " ms", ph(func(p *corePhase) float64 { return p.P50Ms }))
+		add("… p99", coreRatio, 2, " ms", ph(func(p *corePhase) float64 { return p.P99Ms }))
+		add("… server CPU time per request", coreRatio, 3, " ms", phaseVal(x[0], func(p *corePhase) (float64, bool) {
+			return orZero(p.CPU).TotalSec * 1000 / float64(max(1, p.Requests)), cpuOK(p.CPU) && p.Requests > 0
+		}))
+	}
+	list := func(f func(*coreResult) float64) func(*coreResult) (float64, string) {
+		return func(r *coreResult) (float64, string) {
+			if len(r.Lists) == 0 {
+				return 0, "not reached"
+			}
+			if slices.ContainsFunc(r.Failures, func(f failure) bool { return f.Phase == "configmap-list" }) {
+				return 0, "**failed** (see Failures)"
+			}
+			return f(r), ""
+		}
+	}
+	add(fmt.Sprintf("list of the %s ConfigMaps (plain GET, no limit): median of %d", commas(n), lists), coreRatio, 1, " ms", list(func(r *coreResult) float64 { return r.ListMedianMs }))
+	add("… min", coreRatio, 1, " ms", list(func(r *coreResult) float64 { return r.ListMinMs }))
+	add("… max", coreRatio, 1, " ms", list(func(r *coreResult) float64 { return r.ListMaxMs }))
+	add("… items returned", nil, 0, "", list(func(r *coreResult) float64 { return float64(r.ListItems) }))
+	add("… bytes per item", coreRatio, 0, " B", list(func(r *coreResult) float64 { return float64(r.ListBytes) / float64(max(1, r.ListItems)) }))
+	text("created ConfigMaps carry `metadata.managedFields`", func(r *coreResult) string {
+		if r.Sample == "" {
+			return "not measured"
+		}
+		return map[bool]string{true: "yes", false: "no"}[r.ManagedFields]
+	})
+	text(fmt.Sprintf("%s Leases renewed every %.0f s for %.0f s: renewals done / scheduled", commas(leases), period, duration), func(r *coreResult) string {
+		lr := r.Lease
+		switch {
+		case lr != nil && lr.TicksPerLease == 0 && lr.Aborted != "":
+			return "**not run**: " + lr.Aborted
+		case lr == nil || lr.TicksPerLease == 0:
+			return "not reached"
+		case lr.Aborted != "":
+			return fmt.Sprintf("%s / %s (**aborted**: %s)", commas(lr.OK), commas(lr.Scheduled), lr.Aborted)
+		}
+		return fmt.Sprintf("%s / %s", commas(lr.OK), commas(lr.Scheduled))
+	})
+	// lv is a figure of the renewals; with cpu, of their CPU window, which must have been read.
+	lv := func(cpu bool, f func(*leaseResult) float64) func(*coreResult) (float64, string) {
+		return leaseVal(func(lr *leaseResult) (float64, bool) {
+			if cpu && !cpuOK(lr.CPU) {
 				return 0, false
 			}
 			return f(lr), true
-		}, prec, unit)
+		})
 	}
-	add("… **server CPU time** over the renewals", coreRatio, cpu(func(lr *leaseResult) float64 { return lr.CPU.TotalSec }, 2, " s"))
-	add("… server CPU, % of one core", coreRatio, cpu(func(lr *leaseResult) float64 { return lr.CPU.CorePct }, 1, "%"))
-	add("… server CPU time per renewal", coreRatio, cpu(func(lr *leaseResult) float64 { return lr.CPU.TotalSec * 1000 / float64(max(1, lr.OK+lr.Failed)) }, 3, " ms"))
-	add(fmt.Sprintf("server CPU while idle just before (%.0f s, leases and ConfigMaps stored), %% of one core", idle), coreRatio,
-		lease(func(lr *leaseResult) (float64, bool) { return orZero(lr.Idle).CorePct, cpuOK(lr.Idle) }, 1, "%"))
-	add("… renewals' CPU above that idle rate, % of one core", coreRatio, lease(func(lr *leaseResult) (float64, bool) {
+	add("… renewals per second", nil, 1, "", lv(false, func(lr *leaseResult) float64 { return lr.Latency.PerSecond }))
+	add("… renewal latency p50", coreRatio, 2, " ms", lv(false, func(lr *leaseResult) float64 { return lr.Latency.P50Ms }))
+	add("… renewal latency p99", coreRatio, 2, " ms", lv(false, func(lr *leaseResult) float64 { return lr.Latency.P99Ms }))
+	add("… renewal latency max", coreRatio, 2, " ms", lv(false, func(lr *leaseResult) float64 { return lr.Latency.MaxMs }))
+	add("… **failed renewals**", nil, 0, "", lv(false, func(lr *leaseResult) float64 { return float64(lr.Failed) }))
+	add("… fast path refused (the PUT with the last resourceVersion failed; GET + PUT instead)", nil, 0, "", lv(false, func(lr *leaseResult) float64 { return float64(lr.FastPathRefused) }))
+	add("… renewals skipped (the lease's previous renewal still running a period later)", nil, 0, "", lv(false, func(lr *leaseResult) float64 { return float64(lr.Missed) }))
+	add("… renewals started behind schedule, p99 (crdbench's own delay, or the same lease's previous renewal still running at its next tick)", nil, 2, " ms",
+		lv(false, func(lr *leaseResult) float64 { return lr.LagP99Ms }))
+	add("… **server CPU time** over the renewals", coreRatio, 2, " s", lv(true, func(lr *leaseResult) float64 { return lr.CPU.TotalSec }))
+	add("… server CPU, % of one core", coreRatio, 1, "%", lv(true, func(lr *leaseResult) float64 { return lr.CPU.CorePct }))
+	add("… server CPU time per renewal", coreRatio, 3, " ms", lv(true, func(lr *leaseResult) float64 { return lr.CPU.TotalSec * 1000 / float64(max(1, lr.OK+lr.Failed)) }))
+	add(fmt.Sprintf("server CPU while idle just before (%.0f s, leases and ConfigMaps stored), %% of one core", idle), coreRatio, 1, "%",
+		leaseVal(func(lr *leaseResult) (float64, bool) { return orZero(lr.Idle).CorePct, cpuOK(lr.Idle) }))
+	add("… renewals' CPU above that idle rate, % of one core", coreRatio, 1, "%", leaseVal(func(lr *leaseResult) (float64, bool) {
 		return orZero(lr.CPU).CorePct - orZero(lr.Idle).CorePct, cpuOK(lr.CPU) && cpuOK(lr.Idle)
-	}, 1, "%"))
-	add("… CPU over the renewals by process", nil, func(s coreSide) val {
-		if s.res == nil || s.res.Lease == nil || s.res.Lease.CPU == nil {
-			return label("not measured")
-		}
-		return label(procList(s.res.Lease.CPU, true))
-	})
-	add("RSS at the end of the renewals (kube: apiserver + etcd)", coreRatio, lease(func(lr *leaseResult) (float64, bool) { return lr.RSSEndMiB, len(lr.RSSEnd) > 0 }, 1, " MiB"))
-	add("… by process", nil, func(s coreSide) val {
-		if s.res == nil || s.res.Lease == nil || len(s.res.Lease.RSSEnd) == 0 {
-			return label("not measured")
-		}
-		counted := map[int]bool{}
-		for _, pc := range orZero(s.res.Lease.CPU).Procs {
-			counted[pc.PID] = pc.Counted
-		}
+	}))
+	// lease is a row of text, if the renewals have what it needs.
+	lease := func(metric string, has func(*leaseResult) bool, f func(lr *leaseResult) string) {
+		fs = append(fs, fig[coreSide]{metric, func(s coreSide) val {
+			if s.res == nil || s.res.Lease == nil || !has(s.res.Lease) {
+				return label("not measured")
+			}
+			return label(f(s.res.Lease))
+		}, nil})
+	}
+	hasRSS := func(lr *leaseResult) bool { return len(lr.RSSEnd) > 0 }
+	lease("… CPU over the renewals by process", func(lr *leaseResult) bool { return lr.CPU != nil }, func(lr *leaseResult) string { return procList(lr.CPU, true) })
+	add("RSS at the end of the renewals (kube: apiserver + etcd)", coreRatio, 1, " MiB", leaseVal(func(lr *leaseResult) (float64, bool) { return lr.RSSEndMiB, hasRSS(lr) }))
+	lease("… by process", hasRSS, func(lr *leaseResult) string {
 		var parts []string
-		for _, m := range s.res.Lease.RSSEnd {
+		for _, m := range lr.RSSEnd {
 			t := fmt.Sprintf("%s %.1f MiB", m.Name, m.VMRSSMiB)
 			if m.Error != "" {
 				t = m.Name + ": " + m.Error
 			}
-			if c, ok := counted[m.PID]; ok && !c {
+			if pc := find(orZero(lr.CPU).Procs, func(pc *cpuProc) bool { return pc.PID == m.PID }); pc != nil && !pc.Counted {
 				t += " (not counted)"
 			}
 			parts = append(parts, t)
 		}
-		return label(strings.Join(parts, ", "))
+		return strings.Join(parts, ", ")
 	})
 	return fs
 }
@@ -863,7 +758,6 @@ func coreReport(dir string, p func(string, ...any)) (fails []string) {
 		}
 	}
 	first := cmp.Or(c.res, k.res)
-
 	p("## Core types\n\n")
 	p("Built-in types on kube-apiserver v1.37.2 with its etcd v3.7.3 and kube-controller-manager (`start-kube.sh`), and on crdserver; "+
 		"`crdbench core` (HTTPS + HTTP/2, the admin client certificate, JSON), each in a namespace it creates. ConfigMaps (10 keys, %d bytes of data, "+
@@ -880,22 +774,16 @@ func coreReport(dir string, p func(string, ...any)) (fails []string) {
 			t.row("(not counted) Kubernetes' other processes over the renewals", "(crdserver's controllers run in its one process)", side, "–")
 		}
 	}
-	figs(t, []fig[coreSide]{{fmt.Sprintf("(setup) %s Lease creates with %d workers: req/s", commas(leases), conc),
-		func(s coreSide) val {
-			return s.phaseVal("lease-create", func(p *corePhase) (float64, bool) { return p.PerSecond, true }, 1, "")
-		}, coreRatio}}, c, k)
+	perSec := phaseVal("lease-create", func(p *corePhase) (float64, bool) { return p.PerSecond, true })
+	t.cmp(fmt.Sprintf("(setup) %s Lease creates with %d workers: req/s", commas(leases), conc), c.val(1, "", perSec), k.val(1, "", perSec), coreRatio)
 	p("%s\n", t)
-
-	for _, x := range []struct {
-		name string
-		s    coreSide
-	}{{"crdserver", c}, {"kube-apiserver", k}} {
-		if x.s.res == nil {
-			continue
-		}
-		fails = append(fails, workloadFailures(x.name, "core types", x.s.res.Error, x.s.res.Failures)...)
-		if cl := x.s.res.Cleanup; cl != "" && !strings.Contains(cl, "gone after") {
-			fails = append(fails, fmt.Sprintf("- %s core types, cleanup: %s\n", x.name, cl))
+	for i, s := range []coreSide{c, k} {
+		if s.res != nil {
+			name := []string{"crdserver", "kube-apiserver"}[i]
+			fails = append(fails, workloadFailures(name, "core types", s.res.Error, s.res.Failures)...)
+			if cl := s.res.Cleanup; cl != "" && !strings.Contains(cl, "gone after") {
+				fails = append(fails, fmt.Sprintf("- %s core types, cleanup: %s\n", name, cl))
+			}
 		}
 	}
 	return fails

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -11,26 +12,19 @@ import (
 	"strings"
 )
 
-// goBenchRun is one line of `go test -bench` output: one run of a benchmark.
-type goBenchRun struct {
-	Iterations  int64
-	NsPerOp     float64
-	MBPerSec    float64 // 0 when the benchmark does not call b.SetBytes
-	BytesPerOp  float64 // with -benchmem or b.ReportAllocs
-	AllocsPerOp float64
-	HasMem      bool // B/op and allocs/op were printed
-	// Extra are the benchmark's own metrics (b.ReportMetric), by unit.
-	Extra map[string]float64
-}
-
-// goBench is every run of one benchmark of one package.
+// goBench is every run of one benchmark of one package (go test -bench
+// -count), each run its figures by unit: ns/op, MB/s, B/op, allocs/op and
+// the benchmark's own (b.ReportMetric).
 type goBench struct {
 	Pkg    string // from the "pkg:" line before it
 	Name   string // without the GOMAXPROCS suffix, e.g. BenchmarkTable500
 	Procs  int    // the -N suffix (GOMAXPROCS); 1 when there is none
-	Runs   []goBenchRun
+	Runs   []map[string]float64
 	Failed bool // a "--- FAIL" line named it
 }
+
+// goBenchUnits are the units go test itself prints.
+var goBenchUnits = []string{"ns/op", "MB/s", "B/op", "allocs/op"}
 
 // FullName is the name as go test prints it, e.g. BenchmarkTable500-2.
 func (g *goBench) FullName() string {
@@ -40,10 +34,12 @@ func (g *goBench) FullName() string {
 	return g.Name
 }
 
-func (g *goBench) stat(f func(goBenchRun) float64) (med, lo, hi float64) {
+// stat is the median, min and max of a unit over the runs (0 in a run
+// without it).
+func (g *goBench) stat(unit string) (med, lo, hi float64) {
 	var v []float64
 	for _, r := range g.Runs {
-		v = append(v, f(r))
+		v = append(v, r[unit])
 	}
 	if len(v) == 0 {
 		return 0, 0, 0
@@ -51,21 +47,28 @@ func (g *goBench) stat(f func(goBenchRun) float64) (med, lo, hi float64) {
 	return median(v), slices.Min(v), slices.Max(v)
 }
 
+// allocs is the median allocs/op as "1,234", if -benchmem figures were printed.
+func (g *goBench) allocs() (string, float64, bool) {
+	_, b := g.Runs[0]["B/op"]
+	_, ok := g.Runs[0]["allocs/op"]
+	a, _, _ := g.stat("allocs/op")
+	return commas(int(a + 0.5)), a, b && ok
+}
+
 // extraMedians writes the median of each of the benchmark's own metrics,
-// "1273 slowest-ms, 16.7 MiB/server", in the order of their units.
+// "**1273 slowest-ms**, **16.7 MiB/server**", in the order of their units.
 func (g *goBench) extraMedians() string {
-	var units []string
+	var units, parts []string
 	for _, r := range g.Runs {
-		for u := range r.Extra {
-			if !slices.Contains(units, u) {
+		for u := range r {
+			if !slices.Contains(goBenchUnits, u) && !slices.Contains(units, u) {
 				units = append(units, u)
 			}
 		}
 	}
 	slices.Sort(units)
-	var parts []string
 	for _, u := range units {
-		m, _, _ := g.stat(func(r goBenchRun) float64 { return r.Extra[u] })
+		m, _, _ := g.stat(u)
 		parts = append(parts, "**"+strconv.FormatFloat(m, 'g', 4, 64)+" "+u+"**")
 	}
 	return strings.Join(parts, ", ")
@@ -83,81 +86,48 @@ func splitProcs(s string) (string, int) {
 }
 
 // parseGoBench reads `go test -bench` output and returns its benchmarks in
-// the order they first appear, each with all its runs (-count). Result lines
-// are "Name-PROCS  ITERATIONS  V ns/op  [V MB/s]  [V B/op  V allocs/op]" and
-// any other "value unit" pairs (ignored). Lines that are not results (goos:,
-// PASS, ok, test logs) are skipped; "--- FAIL: Name" marks a benchmark failed.
+// the order they first appear, each with all its runs. A result line is
+// "Name-PROCS ITERATIONS" and "value unit" pairs, ns/op among them; other
+// lines (goos:, PASS, ok, test logs) are skipped; "--- FAIL: Name" marks a
+// benchmark failed.
 func parseGoBench(r io.Reader) ([]*goBench, error) {
 	var out []*goBench
-	byKey := map[string]*goBench{}
 	get := func(pkg, full string) *goBench {
 		name, procs := splitProcs(full)
-		key := pkg + "\x00" + name + "\x00" + strconv.Itoa(procs)
-		g := byKey[key]
-		if g == nil {
-			g = &goBench{Pkg: pkg, Name: name, Procs: procs}
-			byKey[key] = g
-			out = append(out, g)
+		for _, g := range out {
+			if g.Pkg == pkg && g.Name == name && g.Procs == procs {
+				return g
+			}
 		}
-		return g
+		out = append(out, &goBench{Pkg: pkg, Name: name, Procs: procs})
+		return out[len(out)-1]
 	}
 	pkg := ""
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
+		f := strings.Fields(line)
 		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
 			pkg = strings.TrimSpace(p)
-			continue
-		}
-		if i := strings.Index(line, "--- FAIL: Benchmark"); i >= 0 {
-			f := strings.Fields(line[i+len("--- FAIL: "):])
-			get(pkg, f[0]).Failed = true
-			continue
-		}
-		if !strings.HasPrefix(line, "Benchmark") {
-			continue
-		}
-		f := strings.Fields(line)
-		// A result has the name, the iterations and at least one "value unit" pair.
-		if len(f) < 4 || len(f)%2 != 0 {
-			continue
-		}
-		n, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		run := goBenchRun{Iterations: n}
-		hasNs, hasB, hasAllocs := false, false, false
-		bad := false
-		for i := 2; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				bad = true
-				break
+		} else if _, failed, ok := strings.Cut(line, "--- FAIL: Benchmark"); ok {
+			get(pkg, strings.Fields("Benchmark" + failed)[0]).Failed = true
+		} else if strings.HasPrefix(line, "Benchmark") && len(f) >= 4 && len(f)%2 == 0 {
+			if _, err := strconv.ParseInt(f[1], 10, 64); err != nil {
+				continue
 			}
-			switch f[i+1] {
-			case "ns/op":
-				run.NsPerOp, hasNs = v, true
-			case "MB/s":
-				run.MBPerSec = v
-			case "B/op":
-				run.BytesPerOp, hasB = v, true
-			case "allocs/op":
-				run.AllocsPerOp, hasAllocs = v, true
-			default:
-				if run.Extra == nil {
-					run.Extra = map[string]float64{}
+			run := map[string]float64{}
+			for i := 2; i+1 < len(f) && run != nil; i += 2 {
+				v, err := strconv.ParseFloat(f[i], 64)
+				if run[f[i+1]] = v; err != nil {
+					run = nil
 				}
-				run.Extra[f[i+1]] = v
+			}
+			if _, ok := run["ns/op"]; ok {
+				g := get(pkg, f[0])
+				g.Runs = append(g.Runs, run)
 			}
 		}
-		if bad || !hasNs {
-			continue
-		}
-		run.HasMem = hasB && hasAllocs
-		g := get(pkg, f[0])
-		g.Runs = append(g.Runs, run)
 	}
 	return out, sc.Err()
 }
@@ -184,21 +154,16 @@ var goBenchAbout = map[string]string{
 	"BenchmarkList10000Converted": "the same list in another version (None conversion), once every object remembers its conversion",
 }
 
-// fmtNs writes a duration in ns in the unit that fits: ns, µs or ms.
-func fmtNs(ns float64) string {
-	return fmtNsIn(ns, ns)
-}
-
-// fmtNsIn writes ns in the unit that fits ref, so a range reads in one unit.
+// fmtNsIn writes ns in the unit (ns, µs or ms) that fits ref, so that a
+// range reads in one unit.
 func fmtNsIn(ns, ref float64) string {
 	switch {
 	case ref >= 1e6:
 		return fmt.Sprintf("%.2f ms", ns/1e6)
 	case ref >= 1e3:
 		return fmt.Sprintf("%.1f µs", ns/1e3)
-	default:
-		return fmt.Sprintf("%.0f ns", ns)
 	}
+	return fmt.Sprintf("%.0f ns", ns)
 }
 
 // fmtBytes writes a B/op figure: bytes below 10 KiB, then KiB, then MiB.
@@ -208,15 +173,11 @@ func fmtBytes(b float64) string {
 		return fmt.Sprintf("%.2f MiB", b/(1024*1024))
 	case b >= 10*1024:
 		return fmt.Sprintf("%.0f KiB", b/1024)
-	default:
-		return fmt.Sprintf("%.0f B", b)
 	}
+	return fmt.Sprintf("%.0f B", b)
 }
 
-func shortPkg(pkg string) string {
-	const mod = "github.com/crdserver/crdserver/"
-	return strings.TrimPrefix(pkg, mod)
-}
+func shortPkg(pkg string) string { return strings.TrimPrefix(pkg, "github.com/crdserver/crdserver/") }
 
 // goBenchReport writes the "In-process benchmarks" section from
 // DIR/gobench.txt and returns rows for the Targets table and failures.
@@ -233,15 +194,6 @@ func goBenchReport(dir string, p func(string, ...any)) (targets [][]string, fail
 			fails = append(fails, "- in-process benchmarks: no benchmark results in `bench/results/gobench.txt`\n")
 		}
 	}
-	find := func(name string) *goBench {
-		for _, g := range benches {
-			if g.Name == name {
-				return g
-			}
-		}
-		return nil
-	}
-
 	if len(benches) > 0 {
 		p("## In-process benchmarks (go test -bench)\n\n")
 		p("`go test -run '^$' -bench . -benchmem` of the packages named in each row (the exact command is under \"Commands\"; " +
@@ -249,13 +201,8 @@ func goBenchReport(dir string, p func(string, ...any)) (targets [][]string, fail
 			"the fastest and slowest run, and the median B/op and allocs/op. The suffix of each name is GOMAXPROCS.\n\n")
 		t := newTable("benchmark", "package", "runs", "time/op (median)", "min – max", "B/op", "allocs/op", "MB/s", "what it measures")
 		for _, g := range benches {
-			about := goBenchAbout[g.Name]
-			if parent, _, sub := strings.Cut(g.Name, "/"); about == "" && sub {
-				about = goBenchAbout[parent]
-			}
-			if about == "" {
-				about = "(see the benchmark's doc comment)"
-			}
+			parent, _, _ := strings.Cut(g.Name, "/")
+			about := cmp.Or(goBenchAbout[g.Name], goBenchAbout[parent], "(see the benchmark's doc comment)")
 			if extra := g.extraMedians(); extra != "" {
 				about += "; its own metrics (medians): " + extra
 			}
@@ -263,22 +210,18 @@ func goBenchReport(dir string, p func(string, ...any)) (targets [][]string, fail
 				t.row(g.FullName(), shortPkg(g.Pkg), 0, "**failed**", nil, nil, nil, nil, about)
 				continue
 			}
-			med, lo, hi := g.stat(func(r goBenchRun) float64 { return r.NsPerOp })
+			med, lo, hi := g.stat("ns/op")
 			mem, allocs := "–", "–"
-			if g.Runs[0].HasMem {
-				b, _, _ := g.stat(func(r goBenchRun) float64 { return r.BytesPerOp })
-				a, _, _ := g.stat(func(r goBenchRun) float64 { return r.AllocsPerOp })
-				mem, allocs = fmtBytes(b), commas(int(a+0.5))
+			if a, _, ok := g.allocs(); ok {
+				b, _, _ := g.stat("B/op")
+				mem, allocs = fmtBytes(b), a
 			}
 			mbs := "–"
-			if m, _, _ := g.stat(func(r goBenchRun) float64 { return r.MBPerSec }); m > 0 {
+			if m, _, _ := g.stat("MB/s"); m > 0 {
 				mbs = fmt.Sprintf("%.2f", m)
 			}
-			runs := strconv.Itoa(len(g.Runs))
-			if g.Failed {
-				runs += " (**a run failed**)"
-			}
-			t.row(g.FullName(), shortPkg(g.Pkg), runs, fmtNs(med), fmtNsIn(lo, med)+" – "+fmtNsIn(hi, med), mem, allocs, mbs, about)
+			runs := strconv.Itoa(len(g.Runs)) + map[bool]string{true: " (**a run failed**)"}[g.Failed]
+			t.row(g.FullName(), shortPkg(g.Pkg), runs, fmtNsIn(med, med), fmtNsIn(lo, med)+" – "+fmtNsIn(hi, med), mem, allocs, mbs, about)
 		}
 		p("%s\n", t)
 		p("The write benchmarks (`BenchmarkServerSideApply2KiB`, `BenchmarkMergePatch2KiB`) run the server in-process on its embedded etcd " +
@@ -291,39 +234,30 @@ func goBenchReport(dir string, p func(string, ...any)) (targets [][]string, fail
 		}
 	}
 
-	// Targets.
-	measured := func(name string) (string, *goBench) {
-		g := find(name)
-		if g == nil {
-			if len(benches) == 0 {
-				return why, nil
-			}
-			return "not measured (no `" + name + "` in gobench.txt)", nil
+	// measured is a benchmark with runs, or why there is none.
+	measured := func(name string) (*goBench, string) {
+		g := find(benches, func(g **goBench) bool { return (*g).Name == name })
+		switch {
+		case g == nil && len(benches) == 0:
+			return nil, why
+		case g == nil:
+			return nil, "not measured (no `" + name + "` in gobench.txt)"
+		case len((*g).Runs) == 0:
+			return nil, "**failed** (see Failures)"
 		}
-		if len(g.Runs) == 0 {
-			return "**failed** (see Failures)", nil
-		}
-		ns, _, _ := g.stat(func(r goBenchRun) float64 { return r.NsPerOp })
-		s := fmt.Sprintf("%s/op", fmtNs(ns))
-		if g.Runs[0].HasMem {
-			a, _, _ := g.stat(func(r goBenchRun) float64 { return r.AllocsPerOp })
-			s += fmt.Sprintf(", %s allocs/op", commas(int(a+0.5)))
-		}
-		return s + " (medians)", g
+		return *g, ""
 	}
 	// The schema pipeline's target is per 2 KiB object: under 50 µs and under 200 allocations.
 	timeCell, allocCell, timeMet, allocMet := "", "", "not measured", "not measured"
-	if m, g := measured("BenchmarkPipelineWide2KiB"); g == nil {
+	if g, m := measured("BenchmarkPipelineWide2KiB"); g == nil {
 		timeCell, allocCell = m, m
 	} else {
-		ns, lo, hi := g.stat(func(r goBenchRun) float64 { return r.NsPerOp })
-		timeCell = fmt.Sprintf("%s/op (median; runs %s – %s)", fmtNs(ns), fmtNsIn(lo, ns), fmtNsIn(hi, ns))
+		ns, lo, hi := g.stat("ns/op")
+		timeCell = fmt.Sprintf("%s/op (median; runs %s – %s)", fmtNsIn(ns, ns), fmtNsIn(lo, ns), fmtNsIn(hi, ns))
 		timeMet = yesNo(ns < 50e3)
 		allocCell = "not measured (no allocs/op)"
-		if g.Runs[0].HasMem {
-			a, _, _ := g.stat(func(r goBenchRun) float64 { return r.AllocsPerOp })
-			allocCell = fmt.Sprintf("%s allocs/op (median)", commas(int(a+0.5)))
-			allocMet = yesNo(a < 200)
+		if s, a, ok := g.allocs(); ok {
+			allocCell, allocMet = s+" allocs/op (median)", yesNo(a < 200)
 		}
 	}
 	targets = append(targets,
@@ -334,7 +268,15 @@ func goBenchReport(dir string, p func(string, ...any)) (targets [][]string, fail
 		{"BenchmarkServerSideApply2KiB", "server-side apply of a 2 KiB object, etcd write included (`BenchmarkServerSideApply2KiB`)"},
 		{"BenchmarkTable500", "Table rendering of a 500-item list (`BenchmarkTable500`)"},
 	} {
-		m, _ := measured(x[0])
+		g, m := measured(x[0])
+		if g != nil {
+			ns, _, _ := g.stat("ns/op")
+			m = fmtNsIn(ns, ns) + "/op"
+			if s, _, ok := g.allocs(); ok {
+				m += ", " + s + " allocs/op"
+			}
+			m += " (medians)"
+		}
 		targets = append(targets, []string{x[1], m, "recorded, no target"})
 	}
 	return targets, fails

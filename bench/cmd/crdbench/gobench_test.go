@@ -58,83 +58,56 @@ func TestParseGoBench(t *testing.T) {
 		t.Fatalf("benchmarks:\n%s\nwant:\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
 	}
 
-	ssa := got[0]
+	ssa, table, cron, noMem := got[0], got[1], got[3], got[4]
 	if ssa.Name != "BenchmarkServerSideApply2KiB" || ssa.Procs != 2 {
 		t.Errorf("name %q procs %d", ssa.Name, ssa.Procs)
 	}
-	if r := ssa.Runs[0]; !reflect.DeepEqual(r, goBenchRun{Iterations: 500, NsPerOp: 2453102, BytesPerOp: 1227874, AllocsPerOp: 11616, HasMem: true}) {
+	if r := ssa.Runs[0]; !reflect.DeepEqual(r, map[string]float64{"ns/op": 2453102, "B/op": 1227874, "allocs/op": 11616}) {
 		t.Errorf("first run %+v", r)
 	}
-	med, lo, hi := ssa.stat(func(r goBenchRun) float64 { return r.NsPerOp })
-	if med != 2453102 || lo != 2400000 || hi != 2600000 {
-		t.Errorf("ns/op median %v min %v max %v", med, lo, hi)
+	for _, tc := range []struct {
+		g           *goBench
+		unit        string
+		med, lo, hi float64
+	}{
+		{ssa, "ns/op", 2453102, 2400000, 2600000}, {ssa, "allocs/op", 11616, 11614, 11618},
+		{table, "ns/op", 10423379, 10000000, 10846758}, {table, "MB/s", 25.325, 24.65, 26},
+		{cron, "ns/op", 38513.75, 38027, 39000.5}, {noMem, "MB/s", 0, 0, 0},
+	} {
+		if med, lo, hi := tc.g.stat(tc.unit); med != tc.med || lo != tc.lo || hi != tc.hi {
+			t.Errorf("%s %s: %v %v %v, want %v %v %v", tc.g.Name, tc.unit, med, lo, hi, tc.med, tc.lo, tc.hi)
+		}
 	}
-	if a, _, _ := ssa.stat(func(r goBenchRun) float64 { return r.AllocsPerOp }); a != 11616 {
-		t.Errorf("allocs/op median %v", a)
+	if s, a, ok := ssa.allocs(); s != "11,616" || a != 11616 || !ok {
+		t.Errorf("allocs %q %v %v", s, a, ok)
 	}
-
-	table := got[1]
-	if r := table.Runs[0]; r.MBPerSec != 24.65 || r.BytesPerOp != 4272073 || r.AllocsPerOp != 92715 || !r.HasMem {
-		t.Errorf("Table500 run %+v", r)
-	}
-	if m, _, _ := table.stat(func(r goBenchRun) float64 { return r.NsPerOp }); m != 10423379 {
-		t.Errorf("median of two runs %v", m)
-	}
-
-	cron := got[3]
-	if cron.Procs != 1 || cron.FullName() != "BenchmarkPipelineCronTab" || cron.Runs[1].NsPerOp != 39000.5 {
+	if cron.Procs != 1 || cron.FullName() != "BenchmarkPipelineCronTab" {
 		t.Errorf("CronTab %+v", cron)
 	}
-	noMem := got[4]
-	if r := noMem.Runs[0]; r.HasMem || r.NsPerOp != 1050 || r.MBPerSec != 0 {
-		t.Errorf("NoMem run %+v", r)
+	if _, _, ok := noMem.allocs(); ok || noMem.extraMedians() != "**3 widgets/op**" {
+		t.Errorf("NoMem %+v", noMem.Runs)
 	}
-
 	if got, err := parseGoBench(strings.NewReader("")); err != nil || len(got) != 0 {
 		t.Errorf("empty input: %v, %v", got, err)
 	}
 }
 
-func TestSplitProcs(t *testing.T) {
-	for _, tc := range []struct {
-		in    string
-		name  string
-		procs int
-	}{
-		{"BenchmarkX-2", "BenchmarkX", 2},
-		{"BenchmarkX-16", "BenchmarkX", 16},
-		{"BenchmarkX", "BenchmarkX", 1},
-		{"BenchmarkX/size-10-4", "BenchmarkX/size-10", 4},
-		{"BenchmarkX/a-b", "BenchmarkX/a-b", 1},
-	} {
-		if n, p := splitProcs(tc.in); n != tc.name || p != tc.procs {
-			t.Errorf("splitProcs(%q) = %q, %d; want %q, %d", tc.in, n, p, tc.name, tc.procs)
-		}
+func TestSplitProcsAndFormats(t *testing.T) {
+	var got []string
+	for _, in := range []string{"BenchmarkX-2", "BenchmarkX-16", "BenchmarkX", "BenchmarkX/size-10-4", "BenchmarkX/a-b"} {
+		n, p := splitProcs(in)
+		got = append(got, fmt.Sprintf("%s %d", n, p))
 	}
-}
-
-func TestFmtNs(t *testing.T) {
-	for _, tc := range []struct {
-		ns, ref float64
-		want    string
-	}{
-		{950, 950, "950 ns"},
-		{38027, 38027, "38.0 µs"},
-		{770302, 770302, "770.3 µs"},
-		{2453102, 2453102, "2.45 ms"},
-		{999000, 1.2e6, "1.00 ms"}, // in the unit of the median
-	} {
-		if got := fmtNsIn(tc.ns, tc.ref); got != tc.want {
-			t.Errorf("fmtNsIn(%v, %v) = %q, want %q", tc.ns, tc.ref, got, tc.want)
-		}
+	for _, x := range [][2]float64{{950, 950}, {38027, 38027}, {770302, 770302}, {2453102, 2453102}, {999000, 1.2e6}} {
+		got = append(got, fmtNsIn(x[0], x[1])) // in the unit of the second
 	}
-	for _, tc := range []struct {
-		b    float64
-		want string
-	}{{512, "512 B"}, {22663, "22 KiB"}, {1048575, "1024 KiB"}, {1227874, "1.17 MiB"}, {24 << 20, "24.00 MiB"}} {
-		if got := fmtBytes(tc.b); got != tc.want {
-			t.Errorf("fmtBytes(%v) = %q, want %q", tc.b, got, tc.want)
-		}
+	for _, b := range []float64{512, 22663, 1048575, 1227874, 24 << 20} {
+		got = append(got, fmtBytes(b))
+	}
+	want := "BenchmarkX 2|BenchmarkX 16|BenchmarkX 1|BenchmarkX/size-10 4|BenchmarkX/a-b 1|950 ns|38.0 µs|770.3 µs|2.45 ms|1.00 ms|" +
+		"512 B|22 KiB|1024 KiB|1.17 MiB|24.00 MiB"
+	if strings.Join(got, "|") != want {
+		t.Errorf("got  %s\nwant %s", strings.Join(got, "|"), want)
 	}
 }
 
@@ -187,19 +160,5 @@ BenchmarkPipelineWide2KiB-2   	     301	    40000 ns/op	   2.67 MB/s	  475296 B/
 	targets, _ = goBenchReport(t.TempDir(), func(f string, a ...any) { fmt.Fprintf(&b, f, a...) })
 	if b.Len() != 0 || len(targets) != 5 || !strings.Contains(line(targets[0]), "GOBENCH=0") {
 		t.Errorf("without gobench.txt: %q, %q", b.String(), targets)
-	}
-}
-
-func TestParseGoBenchOwnMetrics(t *testing.T) {
-	out := "pkg: github.com/crdserver/crdserver/crdtest\n" +
-		"BenchmarkServer8Parallel-2   \t      10\t1154172815 ns/op\t      1273 slowest-ms\n" +
-		"BenchmarkServer8Parallel-2   \t      10\t1054172815 ns/op\t      1100 slowest-ms\n" +
-		"BenchmarkServer8Parallel-2   \t      10\t1254172815 ns/op\t      1400 slowest-ms\n"
-	got, err := parseGoBench(strings.NewReader(out))
-	if err != nil || len(got) != 1 {
-		t.Fatalf("%v %v", got, err)
-	}
-	if e := got[0].extraMedians(); e != "**1273 slowest-ms**" {
-		t.Errorf("own metrics %q", e)
 	}
 }

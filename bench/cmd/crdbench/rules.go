@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"log"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -71,23 +67,9 @@ func (r *rulesResult) coll(name string) *rulesColl {
 // examples/declarative-conversion): crdserver proves ConversionRules on
 // objects made from the schemas and refuses lossy ones.
 func rulesCRD() []byte {
-	var crd map[string]any
-	_ = json.Unmarshal(crontabCRD(rulesGroup, "", nil), &crd)
-	for _, v := range crd["spec"].(map[string]any)["versions"].([]any) {
-		root := v.(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)
-		props := root["properties"].(map[string]any)
-		pattern := func(field, p string) { props[field].(map[string]any)["pattern"] = p }
-		switch v.(map[string]any)["name"] {
-		case "v1beta1":
-			pattern("hostPort", `^[a-z0-9.-]+:[0-9]+$`)
-		case "v1":
-			pattern("host", `^[a-z0-9.-]+$`)
-			pattern("port", `^[0-9]+$`)
-			root["x-kubernetes-validations"] = []any{map[string]any{"rule": "has(self.host) == has(self.port)"}}
-		}
-	}
-	b, _ := json.Marshal(crd)
-	return b
+	return crontabCRDOf(rulesGroup, `{"strategy":"None"}`, `"hostPort":{"type":"string","pattern":"^[a-z0-9.-]+:[0-9]+$"}`,
+		`"host":{"type":"string","pattern":"^[a-z0-9.-]+$"},"port":{"type":"string","pattern":"^[0-9]+$"}`,
+		`,"x-kubernetes-validations":[{"rule":"has(self.host) == has(self.port)"}]`)
 }
 
 // rulesObject is the ConversionRules of the rules CRD: v1beta1's hostPort
@@ -110,8 +92,9 @@ func runRules(args []string) error {
 		jsonOut = fs.String("json", "", "write the results as JSON to this file")
 	)
 	_ = fs.Parse(args)
-	if *n < 1 || *n > 100000 || *rounds < 1 || *rounds > 20 || *warm < 1 || *warm > 50 || *conc < 1 || *conc > 64 {
-		return errors.New("need 1 <= -n <= 100000, 1 <= -rounds <= 20, 1 <= -warm <= 50, 1 <= -concurrency <= 64")
+	if err := checkFlags([]bound{{*n < 1 || *n > 100000 || *rounds < 1 || *rounds > 20 || *warm < 1 || *warm > 50 || *conc < 1 || *conc > 64,
+		"1 <= -n <= 100000, 1 <= -rounds <= 20, 1 <= -warm <= 50, 1 <= -concurrency <= 64"}}); err != nil {
+		return err
 	}
 	l, err := connect(*server, t, *conc)
 	if err != nil {
@@ -119,62 +102,55 @@ func runRules(args []string) error {
 	}
 	base, ctx := l.base, context.Background()
 	res := &rulesResult{Server: base, N: *n, Rounds: *rounds, Warm: *warm, Concurrency: *conc}
-
 	hook, hookURL, certPEM, hsrv, err := serveCronTabWebhook()
 	if err != nil {
 		return err
 	}
 	defer hsrv.Close()
 	res.WebhookURL = hookURL
-
 	finish := func(err error) error {
 		res.Protocol = l.protocol()
 		res.Failures = append(res.Failures, firstError(res.Phases...)...)
 		return done(*jsonOut, res, &res.Error, res.Failures, err)
 	}
 	// post creates an object, which must not exist (a fresh crdserver).
-	post := func(phase, path string, body []byte) bool {
-		f, err := l.create(ctx, phase, phase, base+path, body)
+	post := func(what, path string, body []byte) error {
+		f, err := l.create(ctx, what, what, base+path, body)
 		if err != nil {
 			res.Failures = append(res.Failures, *f)
 		}
-		return err == nil
+		return err
 	}
 
-	crds := []struct{ name, group, conversion string }{
-		{rulesCRDName, rulesGroup, "ConversionRules"},
-		{webhookCRDName, crontab.Group, "Webhook"},
-		{noneCRDName, noneGroup, "None"},
+	crds := []struct {
+		group string
+		body  []byte
+		coll  rulesColl
+	}{
+		{rulesGroup, rulesCRD(), rulesColl{Name: "conversionrules", CRD: rulesCRDName, Conversion: "ConversionRules"}},
+		{crontab.Group, crontabCRD(crontab.Group, res.WebhookURL, certPEM), rulesColl{Name: "webhook", CRD: webhookCRDName, Conversion: "Webhook"}},
+		{noneGroup, crontabCRD(noneGroup, "", nil), rulesColl{Name: "none", CRD: noneCRDName, Conversion: "None"}},
 	}
 	for _, c := range crds {
-		body := crontabCRD(c.group, "", nil)
-		switch c.conversion {
-		case "ConversionRules":
-			body = rulesCRD()
-		case "Webhook":
-			body = crontabCRD(c.group, res.WebhookURL, certPEM)
+		if err := post("create-crd "+c.coll.CRD, crdPath, c.body); err != nil {
+			return finish(fmt.Errorf("%w (run on a fresh crdserver)", err))
 		}
-		if !post("create-crd "+c.name, crdPath, body) {
-			return finish(fmt.Errorf("could not create CRD %s (it must not exist: run on a fresh crdserver)", c.name))
-		}
+		res.Colls = append(res.Colls, c.coll)
 	}
 	for _, c := range crds {
-		if err := l.waitEstablished(ctx, c.name, *waitFor); err != nil {
+		if err := l.waitEstablished(ctx, c.coll.CRD, *waitFor); err != nil {
 			return finish(err)
 		}
 	}
-	if !post("create-rules", "/apis/conversion.crdserver.io/v1alpha1/conversionrules", rulesObject) {
-		return finish(errors.New("the ConversionRules were refused"))
+	// The rules are followed asynchronously: wait until a v1 read of a probe
+	// object (in default, outside the measured namespaces) has host and port.
+	if err := post("create-rules", "/apis/conversion.crdserver.io/v1alpha1/conversionrules", rulesObject); err != nil {
+		return finish(err)
 	}
-	// The rules are followed asynchronously: wait until a v1 read of a
-	// probe object (in default, outside the measured namespaces) has
-	// host and port.
-	probe := "/apis/" + rulesGroup + "/v1beta1/namespaces/default/crontabs"
-	if !post("create-probe", probe, crontabBody(rulesGroup, "probe", 1)) {
-		return finish(errors.New("could not create the probe object"))
+	if err := post("create-probe", "/apis/"+rulesGroup+"/v1beta1/namespaces/default/crontabs", crontabBody(rulesGroup, "probe", 1)); err != nil {
+		return finish(err)
 	}
-	deadline := time.Now().Add(*waitFor)
-	for {
+	for deadline := time.Now().Add(*waitFor); ; time.Sleep(100 * time.Millisecond) {
 		code, b, err := l.do(ctx, http.MethodGet, base+"/apis/"+rulesGroup+"/v1/namespaces/default/crontabs/probe", nil)
 		if err == nil && code == http.StatusOK && strings.Contains(string(b), `"port":"8001"`) {
 			break
@@ -182,85 +158,43 @@ func runRules(args []string) error {
 		if time.Now().After(deadline) {
 			return finish(fmt.Errorf("the ConversionRules were not in use within %v (last: %d %s)", *waitFor, code, truncate(b, 300)))
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 
-	for _, c := range crds {
-		res.Colls = append(res.Colls, rulesColl{Name: strings.ToLower(c.conversion), CRD: c.name, Conversion: c.conversion})
-	}
-	prefix := "crontab-"
-	name := func(i int) string { return prefix + strconv.Itoa(100000 + i)[1:] }
-	get := func(ns string, c *rulesColl, group string) (float64, webhookCount, bool) {
-		path := "/apis/" + group + "/v1/namespaces/" + ns + "/crontabs"
-		before := hook.snapshot()
-		t0 := time.Now()
-		code, b, err := l.do(ctx, http.MethodGet, base+path, nil)
-		d := time.Since(t0)
-		h := hook.snapshot().minus(before)
-		problem := ""
-		switch {
-		case err != nil:
-			problem = err.Error()
-		case code != http.StatusOK:
-			problem = fmt.Sprintf("HTTP %d", code)
-		default:
-			_, problem = checkCronTabs(b, *n, prefix, group+"/v1", c.Conversion != "None")
-		}
-		if problem != "" {
-			res.Failures = append(res.Failures, failure{Phase: "list " + c.Name, Method: http.MethodGet, Path: path, Status: code,
-				Error: "wrong answer: " + problem, Body: truncate(b, 500)})
-			return 0, h, false
-		}
-		c.Items, c.Bytes = *n, len(b)
-		return ms(d), h, true
-	}
-	groupOf := map[string]string{}
-	for _, c := range crds {
-		groupOf[strings.ToLower(c.conversion)] = c.group
-	}
 	for r := range *rounds {
 		ns := fmt.Sprintf("crdbench-rules-%d", r+1)
-		if !post("create-namespace", "/api/v1/namespaces", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`"}}`)) {
-			return finish(fmt.Errorf("could not create namespace %s", ns))
+		if err := post("create-namespace", "/api/v1/namespaces", namespaceBody(ns)); err != nil {
+			return finish(err)
 		}
-		for _, c := range crds {
-			bodies := make([][]byte, *n)
-			for i := range bodies {
-				bodies[i] = crontabBody(c.group, name(i), i)
-			}
-			target := base + "/apis/" + c.group + "/v1beta1/namespaces/" + ns + "/crontabs"
-			label := fmt.Sprintf("populate-%s-%d", strings.ToLower(c.conversion), r+1)
-			log.Printf("%s: %d creates", label, *n)
-			p := l.phase(ctx, label, *n, *conc, 0, func(i int) request {
-				return request{http.MethodPost, target, bodies[i], []int{http.StatusCreated}}
-			}, nil)
-			res.Phases = append(res.Phases, p)
-			if p.Errors > 0 {
+		coll := func(k int, version string) string {
+			return base + "/apis/" + crds[k].group + "/" + version + "/namespaces/" + ns + "/crontabs"
+		}
+		for k := range crds {
+			label := fmt.Sprintf("populate-%s-%d", res.Colls[k].Name, r+1)
+			p := populate(ctx, l, label, crds[k].group, coll(k, "v1beta1"), *n, *conc)
+			if res.Phases = append(res.Phases, p); p.Errors > 0 {
 				return finish(fmt.Errorf("%s: %d of %d creates failed", label, p.Errors, p.Requests))
 			}
 		}
-		// Cold: the first GET of each collection, in an order that turns
-		// round by round.
-		for k := range res.Colls {
-			c := &res.Colls[(k+r)%len(res.Colls)]
-			d, h, ok := get(ns, c, groupOf[c.Name])
-			if !ok {
-				return finish(fmt.Errorf("cold list of %s failed", c.Name))
-			}
-			c.ColdMs = append(c.ColdMs, d)
-			if c.Conversion == "Webhook" {
-				c.ColdCalls = append(c.ColdCalls, h.Calls)
-				c.ColdObjects = append(c.ColdObjects, h.Objects)
-			}
-		}
-		for range *warm {
-			for k := range res.Colls {
-				c := &res.Colls[k]
-				d, _, ok := get(ns, c, groupOf[c.Name])
-				if !ok {
-					return finish(fmt.Errorf("warm list of %s failed", c.Name))
+		// One cold GET of each collection, in an order that turns round by
+		// round, then the warm ones.
+		for g := range 1 + *warm {
+			for j := range crds {
+				k := j
+				if g == 0 {
+					k = (j + r) % len(crds)
 				}
-				c.WarmMs = append(c.WarmMs, d)
+				c := &res.Colls[k]
+				s, _, f := getCronTabs(ctx, l, hook, "list "+c.Name, coll(k, "v1"), crds[k].group+"/v1", *n, c.Conversion != "None")
+				if f != nil {
+					res.Failures = append(res.Failures, *f)
+					return finish(fmt.Errorf("%s list of %s failed", map[bool]string{true: "cold", false: "warm"}[g == 0], c.Name))
+				}
+				c.Items, c.Bytes = *n, s.Bytes
+				if g > 0 {
+					c.WarmMs = append(c.WarmMs, s.Ms)
+				} else if c.ColdMs = append(c.ColdMs, s.Ms); c.Conversion == "Webhook" {
+					c.ColdCalls, c.ColdObjects = append(c.ColdCalls, s.Webhook.Calls), append(c.ColdObjects, s.Webhook.Objects)
+				}
 			}
 		}
 	}
@@ -275,10 +209,8 @@ func runRules(args []string) error {
 		return math3(a / b)
 	}
 	rules, hookC, none := res.coll("conversionrules"), res.coll("webhook"), res.coll("none")
-	res.ColdRulesOverNone = ratio(rules.ColdMedian, none.ColdMedian)
-	res.ColdWebhookOverRules = ratio(hookC.ColdMedian, rules.ColdMedian)
-	res.WarmRulesOverNone = ratio(rules.WarmMedian, none.WarmMedian)
-	res.WarmWebhookOverRules = ratio(hookC.WarmMedian, rules.WarmMedian)
+	res.ColdRulesOverNone, res.ColdWebhookOverRules = ratio(rules.ColdMedian, none.ColdMedian), ratio(hookC.ColdMedian, rules.ColdMedian)
+	res.WarmRulesOverNone, res.WarmWebhookOverRules = ratio(rules.WarmMedian, none.WarmMedian), ratio(hookC.WarmMedian, rules.WarmMedian)
 	return finish(nil)
 }
 
