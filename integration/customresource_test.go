@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 const ctPath = "/apis/stable.example.com/v1/namespaces/default/crontabs"
@@ -247,9 +249,27 @@ func TestCustomResourceDelete(t *testing.T) {
 	if _, err := cts.Update(e.ctx, marked, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
 		t.Fatalf("adding a finalizer while terminating: %v", err)
 	}
-	marked.SetFinalizers(nil)
-	if _, err := cts.Update(e.ctx, marked, metav1.UpdateOptions{}); err != nil {
+	// Removing the last finalizer deletes the object in place of the
+	// update, as kube-apiserver does: watchers see it DELETED as it was
+	// stored (finalizer and all), with no update before; the answer is
+	// the object as the update made it.
+	w, err := cts.Watch(e.ctx, metav1.ListOptions{ResourceVersion: marked.GetResourceVersion(), FieldSelector: "metadata.name=f"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	defer w.Stop()
+	marked.SetFinalizers(nil)
+	answer, err := cts.Update(e.ctx, marked, metav1.UpdateOptions{})
+	if err != nil || len(answer.GetFinalizers()) != 0 || answer.GetResourceVersion() != marked.GetResourceVersion() {
+		t.Fatalf("update removing the last finalizer: %v %v", err, answer)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if u, ok := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Deleted || !ok || len(u.GetFinalizers()) != 1 {
+			t.Fatalf("first event after the last finalizer went: %s %v", ev.Type, ev.Object)
+		}
+	case <-time.After(wait.ForeverTestTimeout):
+		t.Fatal("no watch event for the deletion")
 	}
 	if _, err := cts.Get(e.ctx, "f", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("object with its last finalizer removed still there: %v", err)

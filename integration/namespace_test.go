@@ -64,7 +64,7 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 		t.Fatalf("delete: %d %s", r.code, r.body)
 	}
 	var ns corev1.Namespace
-	if err := jsonUnmarshal(r.body, &ns); err != nil || ns.Status.Phase != corev1.NamespaceTerminating || ns.DeletionTimestamp == nil {
+	if err := jsonUnmarshal(r.body, &ns); err != nil || ns.Status.Phase != corev1.NamespaceTerminating || ns.DeletionTimestamp == nil || ns.DeletionGracePeriodSeconds != nil {
 		t.Fatalf("delete answer: %s", r.body)
 	}
 	// Nothing new may be created in it.

@@ -169,6 +169,21 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 		if dry {
 			return jsonraw.SetResourceVersion(data, kv.ModRevision)
 		}
+		if c.finalized(next) {
+			// The last finalizer is gone: the object goes instead of being
+			// written, as Kubernetes deletes it (watchers see it deleted
+			// as it was stored), and the answer is the object as the
+			// update made it.
+			_, latest, err := c.h.Store.Delete(c.ctx, key, kv.ModRevision)
+			if errors.Is(err, store.ErrConflict) {
+				kv, cached = latest, nil
+				continue
+			}
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, c.storeError(err, name)
+			}
+			return jsonraw.SetResourceVersion(data, kv.ModRevision)
+		}
 		opts := c.writeOptions(next)
 		rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision, opts)
 		if errors.Is(err, store.ErrConflict) {
@@ -179,12 +194,6 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 			return nil, c.storeError(err, name)
 		}
 		c.wrote(data, rev, opts)
-		if c.finalized(next) {
-			// The last finalizer is gone: the object goes.
-			if _, _, err := c.h.Store.Delete(c.ctx, key, rev); err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
-				return nil, c.storeError(err, name)
-			}
-		}
 		return jsonraw.SetResourceVersion(data, rev)
 	}
 }

@@ -214,10 +214,10 @@ func (s namespaceStrategy) BeforeDelete(_ context.Context, obj *resource.Object)
 		return false, apierrors.NewInternalError(err)
 	}
 	if ns.DeletionTimestamp == nil {
+		// No deletionGracePeriodSeconds: kube-apiserver's namespace
+		// deletion sets only the timestamp.
 		now := metav1.Now().Rfc3339Copy()
-		zero := int64(0)
 		ns.DeletionTimestamp = &now
-		ns.DeletionGracePeriodSeconds = &zero
 		ns.Status.Phase = corev1.NamespaceTerminating
 		if err := resource.FromTyped(ns, obj); err != nil {
 			return false, apierrors.NewInternalError(err)
