@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -96,6 +97,8 @@ func BenchmarkItemsAfterEdit(b *testing.B) {
 // answering stands in for a conversion webhook: a strategy converter
 // other than None and Rules, whose answers WithSchemas keeps in the memo.
 type answering struct{ counting }
+
+func (*answering) recheckInterval() time.Duration { return DefaultRecheckInterval }
 
 // BenchmarkItemsWarm reads 10,000 cached CronTabs in v1 again, as every
 // list after the first does: each object's conversion is in its memo. By
