@@ -64,6 +64,10 @@ type ConversionOptions struct {
 	// MaxObjectsPerCall bounds the objects in one ConversionReview
 	// (default 1000).
 	MaxObjectsPerCall int
+	// RecheckInterval is how long a conversion webhook's answer for an
+	// object is served again before a reader of the object asks the
+	// webhook anew (default 10 seconds; negative: every read asks).
+	RecheckInterval time.Duration
 }
 
 // DefaultCRDMemoryBudget is the default Config.CRDMemoryBudget: 160 MiB.
@@ -108,7 +112,8 @@ type Config struct {
 	// bound).
 	CRDMemoryBudget int64
 	// Conversion tunes webhook conversion: service addresses (for servers
-	// without cluster DNS), timeout, objects per call.
+	// without cluster DNS), timeout, objects per call, how long answers
+	// are kept.
 	Conversion ConversionOptions
 	// LeaderElection tunes the election of the replica that runs the
 	// controllers.
@@ -264,7 +269,7 @@ func (c CacheOptions) internal() store.CacheOptions {
 }
 
 func (c ConversionOptions) internal() conversion.Options {
-	return conversion.Options{ServiceAddresses: c.ServiceAddresses, Timeout: c.Timeout, MaxObjectsPerCall: c.MaxObjectsPerCall}
+	return conversion.Options{ServiceAddresses: c.ServiceAddresses, Timeout: c.Timeout, MaxObjectsPerCall: c.MaxObjectsPerCall, RecheckInterval: c.RecheckInterval}
 }
 
 // crdMemoryBudget is the limit of the CRD memory budget's pool for

@@ -95,6 +95,7 @@ func run(args []string) error {
 		encryption    = fs.String("encryption-provider-config", "", "Kubernetes EncryptionConfiguration file: the resources it names (Secrets, usually) are encrypted in etcd")
 		saSigningKey  = fs.String("service-account-signing-key-file", "", "private key (PEM, RSA or ECDSA) ServiceAccount tokens are signed with; default one crdserver makes in <data-dir>/pki/sa.key (give every replica the same one)")
 		saMaxExpiry   = fs.Duration("service-account-max-token-expiration", 0, "longest a requested ServiceAccount token may live (0: no bound)")
+		recheck       = fs.Duration("conversion-webhook-recheck-interval", 10*time.Second, "how long a conversion webhook's answer for an unchanged object is served again before the next read of it asks the webhook anew (0: every read asks)")
 		saKeyFiles    = listFlag{}
 		saIssuers     = listFlag{}
 		apiAuds       = listFlag{}
@@ -106,6 +107,9 @@ func run(args []string) error {
 	fs.Var(services, "webhook-service-address", "where a conversion webhook service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *recheck < 0 {
+		return fmt.Errorf("--conversion-webhook-recheck-interval %v: want a duration of 0 (every read asks the webhook) or more", *recheck)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -126,7 +130,7 @@ func run(args []string) error {
 		CompactionInterval:          *compaction,
 		ShutdownTimeout:             *shutdown,
 		MinRequestTimeout:           *minReqTimout,
-		Conversion:                  server.ConversionOptions{ServiceAddresses: services},
+		Conversion:                  server.ConversionOptions{ServiceAddresses: services, RecheckInterval: *recheck},
 		AuditLogPath:                *auditLog,
 		AuditPolicyFile:             *auditPolicy,
 		AuditLogMaxSizeMB:           *auditMaxSize,
@@ -160,6 +164,9 @@ func run(args []string) error {
 	}
 	if *reqTimeout == 0 {
 		cfg.RequestTimeout = -1
+	}
+	if *recheck == 0 {
+		cfg.Conversion.RecheckInterval = -1
 	}
 	budget, err := resource.ParseQuantity(*crdBudget)
 	if err != nil || budget.Sign() < 0 {

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -90,5 +91,41 @@ func BenchmarkItemsAfterEdit(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// answering stands in for a conversion webhook: a strategy converter
+// other than None and Rules, whose answers WithSchemas keeps in the memo.
+type answering struct{ counting }
+
+func (*answering) recheckInterval() time.Duration { return DefaultRecheckInterval }
+
+// BenchmarkItemsWarm reads 10,000 cached CronTabs in v1 again, as every
+// list after the first does: each object's conversion is in its memo. By
+// None, and by a webhook whose answers are kept.
+func BenchmarkItemsWarm(b *testing.B) {
+	objs := benchObjects(10000)
+	for _, name := range []string{"None", "Webhook"} {
+		conv := benchConverters(b)["None"]
+		if name == "Webhook" {
+			conv.(*WithSchemas).Inner = &answering{}
+		}
+		items := make([]*store.Item, len(objs))
+		for i, o := range objs {
+			items[i] = store.NewCachedItem(&store.Item{Key: fmt.Sprint(i), Raw: o})
+		}
+		if _, err := Items(context.Background(), conv, items, "example.com/v1"); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Items(context.Background(), conv, items, "example.com/v1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if a, ok := conv.(*WithSchemas).Inner.(*answering); ok && a.n != len(objs) {
+			b.Fatalf("the webhook converted %d objects, want %d (once each)", a.n, len(objs))
+		}
 	}
 }

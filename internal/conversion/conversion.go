@@ -27,10 +27,21 @@ type Result struct {
 	// Changed says which of Objects are new encodings made by the
 	// conversion rather than the input as it was (nil: none is).
 	Changed []bool
+	// answers are the webhook answers Objects hold, when they were taken
+	// from or kept in the memo (nil: none).
+	answers []*answer
 }
 
 // changedAt reports whether Objects[i] was made by the conversion.
 func (r Result) changedAt(i int) bool { return r.Changed != nil && r.Changed[i] }
+
+// answerAt is the webhook answer Objects[i] holds, if any.
+func (r Result) answerAt(i int) *answer {
+	if r.answers == nil {
+		return nil
+	}
+	return r.answers[i]
+}
 
 // unchanged is the Result of a conversion that had nothing to do.
 func unchanged(objs [][]byte) Result { return Result{Objects: objs} }
@@ -100,7 +111,15 @@ type Options struct {
 	// MaxObjectsPerCall bounds the objects in one ConversionReview
 	// (default 1000).
 	MaxObjectsPerCall int
+	// RecheckInterval is how long a webhook's answer for an object is
+	// served from the memo before a reader of the object asks the webhook
+	// again (default DefaultRecheckInterval); below zero, answers are not
+	// kept: every read asks.
+	RecheckInterval time.Duration
 }
+
+// DefaultRecheckInterval is the default Options.RecheckInterval.
+const DefaultRecheckInterval = 10 * time.Second
 
 func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
@@ -108,6 +127,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxObjectsPerCall <= 0 {
 		o.MaxObjectsPerCall = 1000
+	}
+	if o.RecheckInterval == 0 {
+		o.RecheckInterval = DefaultRecheckInterval
 	}
 	return o
 }

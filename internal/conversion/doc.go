@@ -41,8 +41,10 @@
 // cache and remembers the result in each item's memo (store.Item.Memo), so
 // that every reader of a version shares one conversion (and one reading
 // from storage), as a watch cache per version would, without keeping one;
-// an item that needs nothing is served as cached. Webhook failures are
-// worded as Kubernetes' webhook client words them.
+// an item that needs nothing is served as cached. A webhook's answers are
+// kept for Options.RecheckInterval, then asked again by one reader (see
+// answer). Webhook failures are worded as Kubernetes' webhook client words
+// them.
 //
 // A crdserver without cluster DNS reaches webhook services through
 // Options.ServiceAddresses (namespace/name:port → host:port); the TLS server

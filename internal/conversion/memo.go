@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/crdserver/crdserver/internal/store"
 )
@@ -33,8 +35,55 @@ type remembered struct {
 	in   [sha256.Size]byte
 	// raw is the converted object; nil when the conversion left the stored
 	// encoding as it was.
-	raw  []byte
-	next *remembered
+	raw []byte
+	// answer is the webhook answer the conversion holds, shared by the
+	// entries made of it (the strategy's, and its CRD converters'); nil
+	// for a conversion that holds none, which is kept as long as the item.
+	answer *answer
+	next   *remembered
+}
+
+// answer is when a webhook answer a memo keeps was asked for, and when a
+// reader last set out to ask again: an answer is kept for its webhook's
+// recheck interval (see Options.RecheckInterval), then asked again by the
+// first reader to claim it, once per interval, while the others go on
+// with the answer they have.
+type answer struct {
+	// at is clock() when the answer was asked for.
+	at int64
+	// asked is clock() when a reader last claimed to ask again (0: never).
+	asked atomic.Int64
+}
+
+// clock reads a monotonic clock in nanoseconds.
+var clock = func() int64 { return int64(time.Since(clockStart)) }
+
+var clockStart = time.Now()
+
+// unkept marks, in a Result, the objects whose conversion holds a webhook
+// answer that is not to be kept (a recheck interval below zero).
+var unkept = &answer{}
+
+// claim reports whether the caller is the one to ask again at now: the
+// answer is due and no other reader claimed it first. The claim holds for
+// an interval; release gives it back.
+func (a *answer) claim(now int64, interval time.Duration) (claimed bool, release func()) {
+	last := a.asked.Load()
+	if now-max(a.at, last) < int64(interval) || !a.asked.CompareAndSwap(last, now) {
+		return false, nil
+	}
+	return true, func() { a.asked.CompareAndSwap(now, last) }
+}
+
+// recheckInterval is how long a converter's answers are kept before they
+// are asked again, when it is a converter whose answers are checked again
+// (a webhook): below zero, answers are not kept.
+func recheckInterval(c Converter) (time.Duration, bool) {
+	r, ok := c.(interface{ recheckInterval() time.Duration })
+	if !ok {
+		return 0, false
+	}
+	return r.recheckInterval(), true
 }
 
 func lookup(it *store.Item, conv Converter, to string) (*remembered, bool) {
@@ -55,18 +104,28 @@ func lookupIn(it *store.Item, conv Converter, to string, in [sha256.Size]byte) (
 	return nil, false
 }
 
-func remember(it *store.Item, conv Converter, to string, raw []byte) {
-	rememberIn(it, conv, to, [sha256.Size]byte{}, raw)
+func remember(it *store.Item, conv Converter, to string, raw []byte, a *answer) {
+	rememberIn(it, conv, to, [sha256.Size]byte{}, raw, a)
 }
 
-func rememberIn(it *store.Item, conv Converter, to string, in [sha256.Size]byte, raw []byte) {
+// rememberIn remembers a conversion, made of the webhook answer a (nil:
+// of none), in place of the one remembered for conv and to, unless that
+// one holds a newer answer.
+func rememberIn(it *store.Item, conv Converter, to string, in [sha256.Size]byte, raw []byte, a *answer) {
 	m := it.Memo()
 	if m == nil {
 		return
 	}
 	var zero [sha256.Size]byte
 	m.Update(func(old any) any {
-		head := &remembered{conv: conv, to: to, in: in, raw: raw}
+		if a != nil {
+			for o, _ := old.(*remembered); o != nil; o = o.next {
+				if o.conv == conv && o.to == to && o.answer != nil && o.answer.at > a.at {
+					return old
+				}
+			}
+		}
+		head := &remembered{conv: conv, to: to, in: in, raw: raw, answer: a}
 		tail, outer, inner := head, 0, 0
 		if in == zero {
 			outer++
@@ -88,8 +147,43 @@ func rememberIn(it *store.Item, conv Converter, to string, in [sha256.Size]byte,
 				}
 				inner++
 			}
-			tail.next = &remembered{conv: o.conv, to: o.to, in: o.in, raw: o.raw}
+			tail.next = &remembered{conv: o.conv, to: o.to, in: o.in, raw: o.raw, answer: o.answer}
 			tail = tail.next
+		}
+		return head
+	})
+}
+
+// forget drops from an item's memo every conversion made of the webhook
+// answer a.
+func forget(it *store.Item, a *answer) {
+	m := it.Memo()
+	if m == nil {
+		return
+	}
+	m.Update(func(old any) any {
+		found := false
+		for o, _ := old.(*remembered); o != nil && !found; o = o.next {
+			found = o.answer == a
+		}
+		if !found {
+			return old
+		}
+		var head, tail *remembered
+		for o, _ := old.(*remembered); o != nil; o = o.next {
+			if o.answer == a {
+				continue
+			}
+			r := &remembered{conv: o.conv, to: o.to, in: o.in, raw: o.raw, answer: o.answer}
+			if head == nil {
+				head = r
+			} else {
+				tail.next = r
+			}
+			tail = r
+		}
+		if head == nil {
+			return nil
 		}
 		return head
 	})
@@ -102,6 +196,12 @@ func rememberIn(it *store.Item, conv Converter, to string, in [sha256.Size]byte,
 // (WithSchemas) knows from each item's store.WriteStamp what it needs
 // before it is converted; an item in the version asked for that needs
 // nothing is served as cached, without a memo.
+//
+// A conversion that holds a webhook's answer is kept for the webhook's
+// recheck interval: the first reader after it asks the webhook again, for
+// all such objects it reads in one batch, and remembers the new answer
+// (or fails as a first conversion fails, and forgets the old one); readers
+// meanwhile are served the answer kept.
 func Items(ctx context.Context, conv Converter, items []*store.Item, to string) ([][]byte, error) {
 	out := make([][]byte, len(items))
 	for i, it := range items {
@@ -112,8 +212,15 @@ func Items(ctx context.Context, conv Converter, items []*store.Item, to string) 
 		return res.Objects, err
 	}
 	ws, _ := conv.(*WithSchemas)
+	var interval time.Duration
+	var now int64
+	if ws != nil {
+		interval, _ = recheckInterval(ws.Inner)
+	}
 	var pending []int
 	var needs []need
+	var rechecks []*answer
+	var releases []func()
 	for i, it := range items {
 		var n need
 		if ws != nil {
@@ -122,14 +229,35 @@ func Items(ctx context.Context, conv Converter, items []*store.Item, to string) 
 				continue
 			}
 		}
+		var recheck *answer
 		if r, ok := lookup(it, conv, to); ok {
-			if r.raw != nil {
-				out[i] = r.raw
+			if r.answer == nil {
+				if r.raw != nil {
+					out[i] = r.raw
+				}
+				continue
 			}
-			continue
+			if now == 0 {
+				now = clock()
+			}
+			claimed, release := r.answer.claim(now, interval)
+			if !claimed {
+				if r.raw != nil {
+					out[i] = r.raw
+				}
+				continue
+			}
+			recheck = r.answer
+			releases = append(releases, release)
 		}
 		pending = append(pending, i)
 		needs = append(needs, n)
+		if recheck != nil && rechecks == nil {
+			rechecks = make([]*answer, len(pending)-1, len(items))
+		}
+		if rechecks != nil {
+			rechecks = append(rechecks, recheck)
+		}
 	}
 	if len(pending) == 0 {
 		return out, nil
@@ -145,11 +273,15 @@ func Items(ctx context.Context, conv Converter, items []*store.Item, to string) 
 		for j, i := range pending {
 			pendingItems[j] = items[i]
 		}
-		res, err = ws.convertSplit(ctx, raws, pendingItems, needs, to)
+		res, err = ws.convertSplit(ctx, raws, pendingItems, needs, rechecks, to)
 	} else {
 		res, err = conv.Convert(ctx, raws, to)
 	}
 	if err != nil {
+		// The answers not asked again are asked by the next reader.
+		for _, release := range releases {
+			release()
+		}
 		return nil, err
 	}
 	for j, i := range pending {
@@ -158,7 +290,9 @@ func Items(ctx context.Context, conv Converter, items []*store.Item, to string) 
 			raw = res.Objects[j]
 		}
 		out[i] = res.Objects[j]
-		remember(items[i], conv, to, raw)
+		if a := res.answerAt(j); a != unkept {
+			remember(items[i], conv, to, raw, a)
+		}
 	}
 	return out, nil
 }
@@ -173,10 +307,10 @@ const splitMin = 512
 // convertSplit is convert, split into parts run at the same time when
 // there are enough objects and CPUs. The result is convert's: objects in
 // order, and the first part's error if parts fail.
-func (s *WithSchemas) convertSplit(ctx context.Context, objs [][]byte, items []*store.Item, needs []need, to string) (Result, error) {
+func (s *WithSchemas) convertSplit(ctx context.Context, objs [][]byte, items []*store.Item, needs []need, rechecks []*answer, to string) (Result, error) {
 	parts := min(runtime.GOMAXPROCS(0), len(objs)/(splitMin/2))
 	if parts < 2 || len(objs) < splitMin {
-		return s.convert(ctx, objs, items, needs, to)
+		return s.convert(ctx, objs, items, needs, rechecks, to)
 	}
 	size := (len(objs) + parts - 1) / parts
 	results := make([]Result, parts)
@@ -184,8 +318,12 @@ func (s *WithSchemas) convertSplit(ctx context.Context, objs [][]byte, items []*
 	var wg sync.WaitGroup
 	for p := range parts {
 		lo, hi := p*size, min((p+1)*size, len(objs))
+		var partRechecks []*answer
+		if rechecks != nil {
+			partRechecks = rechecks[lo:hi]
+		}
 		wg.Go(func() {
-			results[p], errs[p] = s.convert(ctx, objs[lo:hi], items[lo:hi], needs[lo:hi], to)
+			results[p], errs[p] = s.convert(ctx, objs[lo:hi], items[lo:hi], needs[lo:hi], partRechecks, to)
 		})
 	}
 	wg.Wait()
@@ -194,9 +332,15 @@ func (s *WithSchemas) convertSplit(ctx context.Context, objs [][]byte, items []*
 		if errs[p] != nil {
 			return Result{}, errs[p]
 		}
+		if r.answers != nil && out.answers == nil {
+			out.answers = make([]*answer, len(out.Objects), len(objs))
+		}
 		out.Objects = append(out.Objects, r.Objects...)
 		for i := range r.Objects {
 			out.Changed = append(out.Changed, r.changedAt(i))
+			if out.answers != nil {
+				out.answers = append(out.answers, r.answerAt(i))
+			}
 		}
 	}
 	return out, nil

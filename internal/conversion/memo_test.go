@@ -71,7 +71,7 @@ func TestMemoKeepsRecentVersions(t *testing.T) {
 	conv := &counting{}
 	it := cachedItems(t, 1)[0]
 	for i := 0; i <= maxRemembered; i++ {
-		remember(it, conv, fmt.Sprintf("v%d", i), []byte{byte(i)})
+		remember(it, conv, fmt.Sprintf("v%d", i), []byte{byte(i)}, nil)
 	}
 	if _, ok := lookup(it, conv, "v0"); ok {
 		t.Fatal("the oldest version is still remembered")
@@ -81,13 +81,13 @@ func TestMemoKeepsRecentVersions(t *testing.T) {
 			t.Fatalf("v%d forgotten or wrong: %+v", i, r)
 		}
 	}
-	remember(it, conv, "v2", []byte("again"))
+	remember(it, conv, "v2", []byte("again"), nil)
 	if r, _ := lookup(it, conv, "v2"); string(r.raw) != "again" {
 		t.Fatalf("v2 not replaced: %+v", r)
 	}
 	// Items outside a cache remember nothing.
 	free := &store.Item{}
-	remember(free, conv, "v1", nil)
+	remember(free, conv, "v1", nil, nil)
 	if _, ok := lookup(free, conv, "v1"); ok {
 		t.Fatal("an item outside a cache remembered")
 	}

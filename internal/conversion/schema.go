@@ -140,7 +140,7 @@ func decodeObject(raw []byte) (map[string]any, error) {
 
 // Convert implements Converter.
 func (s *WithSchemas) Convert(ctx context.Context, objs [][]byte, to string) (Result, error) {
-	return s.convert(ctx, objs, nil, nil, to)
+	return s.convert(ctx, objs, nil, nil, nil, to)
 }
 
 // batch is one conversion in progress: the objects as they are, decoded
@@ -210,8 +210,9 @@ func (s *WithSchemas) normalize(b *batch, needs []need) error {
 // them to to, and prunes what was converted with the schema of to. items,
 // when given, are the cached objects objs are: what Inner answered for
 // them is remembered in their memos, and not asked again for the same
-// object sent (see remembered).
-func (s *WithSchemas) convert(ctx context.Context, objs [][]byte, items []*store.Item, needs []need, to string) (Result, error) {
+// object sent (see remembered) until it is due, or claimed to be asked
+// again by the caller (rechecks, when given: the answers it claimed).
+func (s *WithSchemas) convert(ctx context.Context, objs [][]byte, items []*store.Item, needs []need, rechecks []*answer, to string) (Result, error) {
 	b := &batch{objs: objs, from: make([]string, len(objs)), maps: make([]map[string]any, len(objs)), dirty: make([]bool, len(objs))}
 	for i, o := range objs {
 		av, _, err := jsonraw.String(o, "apiVersion")
@@ -309,10 +310,11 @@ func (s *WithSchemas) convert(ctx context.Context, objs [][]byte, items []*store
 			res.Objects[i], res.Changed[i] = out, true
 		}
 	}
-	conv, err := s.innerConvert(ctx, in, items, to)
+	conv, err := s.innerConvert(ctx, in, items, rechecks, to)
 	if err != nil {
 		return Result{}, err
 	}
+	res.answers = conv.answers
 	for i := range objs {
 		if !conv.changedAt(i) {
 			continue
@@ -335,22 +337,57 @@ func (s *WithSchemas) convert(ctx context.Context, objs [][]byte, items []*store
 
 // innerConvert converts in (the objects as Inner takes them) with Inner,
 // taking from the memos of items (when given) what Inner answered before
-// for the same object, and remembering the rest.
-func (s *WithSchemas) innerConvert(ctx context.Context, in [][]byte, items []*store.Item, to string) (Result, error) {
+// for the same object, and remembering the rest. An answer of a webhook
+// is taken while it is not due (see answer); a due one is asked again by
+// the reader that claims it, in one batch with the objects not
+// remembered, as are the answers in rechecks (claimed by the caller).
+// What the webhook answers replaces them; when it fails, they are
+// forgotten, and the error is the one a first conversion gets.
+func (s *WithSchemas) innerConvert(ctx context.Context, in [][]byte, items []*store.Item, rechecks []*answer, to string) (Result, error) {
 	if items == nil {
 		return s.Inner.Convert(ctx, in, to)
 	}
+	interval, checked := recheckInterval(s.Inner)
 	res := Result{Objects: make([][]byte, len(in)), Changed: make([]bool, len(in))}
+	if checked {
+		res.answers = make([]*answer, len(in))
+	}
 	hashes := make([][sha256.Size]byte, len(in))
 	var pending []int
+	var asked []*answer // the answers asked again, by pending
+	var releases []func()
+	var now int64
 	for i := range in {
 		if av, _, _ := jsonraw.String(in[i], "apiVersion"); av == to {
 			// Nothing to convert: not worth a memo.
 			res.Objects[i] = in[i]
 			continue
 		}
+		if checked && interval < 0 {
+			// Not kept: asked every time.
+			pending = append(pending, i)
+			asked = append(asked, nil)
+			continue
+		}
 		hashes[i] = sha256.Sum256(in[i])
+		if rechecks != nil && rechecks[i] != nil {
+			pending = append(pending, i)
+			asked = append(asked, rechecks[i])
+			continue
+		}
 		if r, ok := lookupIn(items[i], s.Inner, to, hashes[i]); ok {
+			if r.answer != nil {
+				if now == 0 {
+					now = clock()
+				}
+				if claimed, release := r.answer.claim(now, interval); claimed {
+					pending = append(pending, i)
+					asked = append(asked, r.answer)
+					releases = append(releases, release)
+					continue
+				}
+				res.answers[i] = r.answer
+			}
 			res.Objects[i] = in[i]
 			if r.raw != nil {
 				res.Objects[i], res.Changed[i] = r.raw, true
@@ -358,6 +395,7 @@ func (s *WithSchemas) innerConvert(ctx context.Context, in [][]byte, items []*st
 			continue
 		}
 		pending = append(pending, i)
+		asked = append(asked, nil)
 	}
 	if len(pending) == 0 {
 		return res, nil
@@ -366,8 +404,29 @@ func (s *WithSchemas) innerConvert(ctx context.Context, in [][]byte, items []*st
 	for j, i := range pending {
 		ask[j] = in[i]
 	}
+	// Each object's answer is claimed on its own.
+	var fresh []answer
+	if checked && interval >= 0 {
+		fresh = make([]answer, len(pending))
+		at := clock()
+		for j := range fresh {
+			fresh[j].at = at
+		}
+	}
 	got, err := s.Inner.Convert(ctx, ask, to)
 	if err != nil {
+		if ctx.Err() == nil {
+			// The webhook fails: what it answered before is not served
+			// any more.
+			for j, i := range pending {
+				if asked[j] != nil {
+					forget(items[i], asked[j])
+				}
+			}
+		}
+		for _, release := range releases {
+			release()
+		}
 		return Result{}, err
 	}
 	for j, i := range pending {
@@ -377,7 +436,19 @@ func (s *WithSchemas) innerConvert(ctx context.Context, in [][]byte, items []*st
 			res.Changed[i] = true
 			raw = got.Objects[j]
 		}
-		rememberIn(items[i], s.Inner, to, hashes[i], raw)
+		var a *answer
+		switch {
+		case fresh != nil:
+			a = &fresh[j]
+		case checked:
+			a = unkept
+		}
+		if checked {
+			res.answers[i] = a
+		}
+		if a != unkept {
+			rememberIn(items[i], s.Inner, to, hashes[i], raw, a)
+		}
 	}
 	return res, nil
 }

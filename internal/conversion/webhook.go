@@ -36,6 +36,7 @@ type Webhook struct {
 	maxObjects    int
 	kind          string
 	group         string
+	recheck       time.Duration
 }
 
 func newWebhook(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (*Webhook, error) {
@@ -43,7 +44,7 @@ func newWebhook(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (*W
 	if conv == nil || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
 		return nil, fmt.Errorf("CRD %s: webhook conversion without a webhook client config", crd.Name)
 	}
-	w := &Webhook{maxObjects: opts.MaxObjectsPerCall, kind: crd.Spec.Names.Kind, group: crd.Spec.Group}
+	w := &Webhook{maxObjects: opts.MaxObjectsPerCall, kind: crd.Spec.Names.Kind, group: crd.Spec.Group, recheck: opts.RecheckInterval}
 	for _, v := range conv.Webhook.ConversionReviewVersions {
 		if v == "v1" || v == "v1beta1" {
 			w.reviewVersion = apiextensionsv1.GroupName + "/" + v
@@ -108,6 +109,11 @@ func newWebhook(crd *apiextensionsv1.CustomResourceDefinition, opts Options) (*W
 func ServiceKey(namespace, name string, port int32) string {
 	return namespace + "/" + name + ":" + strconv.Itoa(int(port))
 }
+
+// recheckInterval is how long the webhook's answers are kept (see
+// Options.RecheckInterval): a webhook redeployed at the same address may
+// answer otherwise, or fail.
+func (w *Webhook) recheckInterval() time.Duration { return w.recheck }
 
 // Close releases the webhook's idle connections.
 func (w *Webhook) Close() { w.client.CloseIdleConnections() }
