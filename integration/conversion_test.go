@@ -128,9 +128,14 @@ func betaCronTab(name, hostPort string) *unstructured.Unstructured {
 	}}
 }
 
+// keepAnswers keeps a webhook's answers for an hour, for tests that count
+// its calls across steps a slow machine may take longer than the default
+// recheck interval for.
+func keepAnswers(c *server.Config) { c.Conversion.RecheckInterval = time.Hour }
+
 func TestWebhookConversion(t *testing.T) {
 	ws := startWebhook(t, crontab.NewScheme())
-	e := start(t, func(c *server.Config) { c.Conversion.MaxObjectsPerCall = 2 })
+	e := start(t, func(c *server.Config) { c.Conversion.MaxObjectsPerCall = 2 }, keepAnswers)
 	e.createCRD(conversionCRD("v1beta1", apiextensionsv1.WebhookClientConfig{URL: ptr(ws.url + "/convert"), CABundle: ws.caPEM}))
 	beta := e.dyn.Resource(exV1beta).Namespace("default")
 	v1 := e.dyn.Resource(exV1).Namespace("default")
@@ -384,7 +389,7 @@ func TestConversionReviewVersionsRequired(t *testing.T) {
 
 func TestStorageVersionMigration(t *testing.T) {
 	ws := startWebhook(t, crontab.NewScheme())
-	e := start(t)
+	e := start(t, keepAnswers)
 	e.createCRD(conversionCRD("v1beta1", apiextensionsv1.WebhookClientConfig{URL: ptr(ws.url + "/convert"), CABundle: ws.caPEM}))
 	beta := e.dyn.Resource(exV1beta).Namespace("default")
 	for i := 0; i < 7; i++ {
@@ -482,7 +487,7 @@ func selfSigned(name string, dnsNames ...string) (tls.Certificate, []byte, error
 // sends it only the object written since (issue 15).
 func TestWebhookAnswersSurviveCRDEdits(t *testing.T) {
 	ws := startWebhook(t, crontab.NewScheme())
-	e := start(t)
+	e := start(t, keepAnswers)
 	cc := apiextensionsv1.WebhookClientConfig{URL: ptr(ws.url + "/convert"), CABundle: ws.caPEM}
 	e.createCRD(conversionCRD("v1beta1", cc))
 	beta := e.dyn.Resource(exV1beta).Namespace("default")
