@@ -170,6 +170,15 @@ func TestTokenReviewRequests(t *testing.T) {
 	const path = "/apis/authentication.k8s.io/v1/tokenreviews"
 	expectStatus(t, e.do("GET", path, ""), 405, metav1.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource")
 	expectStatus(t, e.do("GET", path+"?fieldSelector=metadata.name%3Dx", ""), 405, metav1.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource")
+	for method, want := range map[string]string{
+		"GET " + path:         `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server does not allow this method on the requested resource","reason":"MethodNotAllowed","details":{},"code":405}`,
+		"POST " + path + "/x": `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}`,
+	} {
+		m, p, _ := strings.Cut(method, " ")
+		if r := e.do(m, p, `{"spec":{"token":"abc"}}`); compact(string(r.body)) != want {
+			t.Errorf("%s: %d %s", method, r.code, r.body)
+		}
+	}
 	expectStatus(t, e.do("POST", path+"/x", `{"spec":{"token":"abc"}}`), 404, metav1.StatusReasonNotFound, "the server could not find the requested resource")
 	expectStatus(t, e.do("POST", "/apis/authentication.k8s.io/v1/namespaces/default/tokenreviews", `{"spec":{"token":"abc"}}`), 404, metav1.StatusReasonNotFound, "the server could not find the requested resource")
 	for _, c := range []struct{ query, body, msg string }{

@@ -41,7 +41,7 @@ func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource
 					// A review is no object: a path that names one
 					// is not served (a list's name comes from its
 					// field selector).
-					request.WriteError(w, r, request.NotFound())
+					request.WriteError(w, r, withEmptyDetails(request.NotFound()))
 					return
 				default:
 					request.WriteError(w, r, methodNotAllowed())
@@ -178,7 +178,12 @@ func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource
 // methodNotAllowed is Kubernetes' answer to a method a collection path
 // does not serve.
 func methodNotAllowed() error {
-	err := request.NewStatusError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource")
+	return withEmptyDetails(request.NewStatusError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource"))
+}
+
+// withEmptyDetails gives a Status the empty details Kubernetes' answers
+// for paths in a group version it does not route carry.
+func withEmptyDetails(err *apierrors.StatusError) *apierrors.StatusError {
 	err.ErrStatus.Details = &metav1.StatusDetails{}
 	return err
 }
