@@ -120,7 +120,10 @@ func TestNameSelectorAuthorization(t *testing.T) {
 			if _, err := e.kube.CoreV1().ConfigMaps("team").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-		}, func(obj any) bool { cm, ok := obj.(*corev1.ConfigMap); return ok && cm.Name == "cm1" && cm.Data["v"] == "2" })
+		}, func(obj any) bool {
+			cm, ok := obj.(*corev1.ConfigMap)
+			return ok && cm.Name == "cm1" && cm.Data["v"] == "2"
+		})
 
 	// Custom resources too.
 	ct := dyn.Resource(crontabs).Namespace("team")
@@ -132,11 +135,11 @@ func TestNameSelectorAuthorization(t *testing.T) {
 	_, err = ct.Watch(ctx, metav1.ListOptions{})
 	forbidden("watch of all", err, `crontabs.stable.example.com is forbidden: `+user+` cannot watch resource "crontabs" in API group "stable.example.com" in the namespace "team"`)
 	informerSees(t, &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", "ct1").String()
 			return ct.List(ctx, o)
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", "ct1").String()
 			return ct.Watch(ctx, o)
 		},
