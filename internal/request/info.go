@@ -141,20 +141,17 @@ func Parse(r *http.Request) *Info {
 // and measured as such). Options that do not decode name no object, and
 // only ?watch= is read then.
 func listVerbAndName(q url.Values) (verb, name string) {
+	verb = "list"
+	if isWatch(q) {
+		verb = "watch"
+	}
+	if _, ok := q["fieldSelector"]; !ok {
+		// Nothing can name an object: the options need no decoding.
+		return verb, ""
+	}
 	opts := metainternalversion.ListOptions{}
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
-		opts = metainternalversion.ListOptions{}
-		if values := q["watch"]; len(values) > 0 {
-			switch strings.ToLower(values[0]) {
-			case "false", "0":
-			default:
-				opts.Watch = true
-			}
-		}
-	}
-	verb = "list"
-	if opts.Watch {
-		verb = "watch"
+		return verb, ""
 	}
 	if opts.FieldSelector != nil {
 		if n, ok := opts.FieldSelector.RequiresExactMatch("metadata.name"); ok && len(content.IsPathSegmentName(n)) == 0 {
@@ -162,6 +159,13 @@ func listVerbAndName(q url.Values) (verb, name string) {
 		}
 	}
 	return verb, name
+}
+
+// isWatch reads ?watch= as Kubernetes decodes a boolean query parameter:
+// true unless absent, "0" or "false" (in any case), decoded or not.
+func isWatch(q url.Values) bool {
+	values := q["watch"]
+	return len(values) > 0 && values[0] != "0" && !strings.EqualFold(values[0], "false")
 }
 
 func splitPath(p string) []string {

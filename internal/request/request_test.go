@@ -60,6 +60,12 @@ func TestParse(t *testing.T) {
 		{"fieldSelector=metadata.name%3D..", named("list", "")},
 		{"fieldSelector=metadata.name%3D", named("list", "")},
 		{"labelSelector=metadata.name%3Dcm1", named("list", "")},
+		// ?watch= is a boolean query parameter: only 0 and false are not.
+		{"watch=", named("watch", "")},
+		{"watch=no", named("watch", "")},
+		{"watch=FALSE", named("list", "")},
+		{"watch=0&watch=1", named("list", "")},
+		{"limit=abc&watch=true", named("watch", "")},
 	} {
 		cases = append(cases, struct {
 			method, path string
