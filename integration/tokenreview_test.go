@@ -206,3 +206,25 @@ func TestTokenReviewRequests(t *testing.T) {
 		t.Fatalf("lax body: %d %v %s", r.code, r.header, r.body)
 	}
 }
+
+// TestTokenReviewInsecure reviews tokens on a plain HTTP server too,
+// where requests themselves are trusted without credentials.
+func TestTokenReviewInsecure(t *testing.T) {
+	e := start(t, func(c *server.Config) { c.Insecure = true })
+	ctx := e.ctx
+	if _, err := e.kube.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bot"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := e.kube.CoreV1().ServiceAccounts("default").CreateToken(ctx, "bot", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.kube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
+	if err != nil || !got.Status.Authenticated || got.Status.User.Username != "system:serviceaccount:default:bot" || !slices.Equal(got.Status.Audiences, []string{defaultAudience}) {
+		t.Fatalf("review: %v %+v", err, got)
+	}
+	got, err = e.kube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "abc"}}, metav1.CreateOptions{})
+	if err != nil || got.Status.Authenticated || got.Status.Error != "invalid bearer token" {
+		t.Fatalf("review of no token: %v %+v", err, got)
+	}
+}
