@@ -223,8 +223,12 @@ func TestTokenReviewInsecure(t *testing.T) {
 	if err != nil || !got.Status.Authenticated || got.Status.User.Username != "system:serviceaccount:default:bot" || !slices.Equal(got.Status.Audiences, []string{defaultAudience}) {
 		t.Fatalf("review: %v %+v", err, got)
 	}
-	got, err = e.kube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "abc"}}, metav1.CreateOptions{})
-	if err != nil || got.Status.Authenticated || got.Status.Error != "invalid bearer token" {
+	// In protobuf, as clients that prefer it send and read it.
+	pcfg := rest.CopyConfig(e.cfg)
+	pcfg.ContentType = "application/vnd.kubernetes.protobuf"
+	pcfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf"
+	got, err = kubernetes.NewForConfigOrDie(pcfg).AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "abc"}}, metav1.CreateOptions{})
+	if err != nil || got.Status.Authenticated || got.Status.Error != "invalid bearer token" || got.Spec.Token != "abc" {
 		t.Fatalf("review of no token: %v %+v", err, got)
 	}
 }
