@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -74,8 +73,8 @@ func TestMetricsEndpointDelegatesAuth(t *testing.T) {
 
 	// The manager serves metrics over TLS, behind controller-runtime's
 	// filter that asks the API server.
+	crtSetLogger(t)
 	mgr, err := manager.New(cfg, manager.Options{
-		Logger:                 funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
