@@ -129,7 +129,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.policy = rbac.NewStore()
 	s.builtin = apis.New(newCache, s.policy, apis.Options{Store: s.store, EventTTL: cfg.EventTTL, Tokens: issuer,
-		CRDChecks: &apis.CRDChecks{Enforce: cfg.EnforceCRDCompatibility, ExistingObjects: s.existingObjects}})
+		Authenticator: func() *auth.Authenticator { return s.authn },
+		CRDChecks:     &apis.CRDChecks{Enforce: cfg.EnforceCRDCompatibility, ExistingObjects: s.existingObjects}})
 	s.tokens = issuer.WithObjects(s.builtin.TokenObjects(s.store))
 	s.budget = budget.New(crdMemoryBudget(cfg.CRDMemoryBudget))
 	s.openapi = openapi.New(s.builtin.All, s.budget)
@@ -148,7 +149,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	// Who is asking.
 	authnOpts := auth.Options{Insecure: cfg.Insecure, TokenFile: cfg.TokenAuthFile, Anonymous: !cfg.DisableAnonymous,
-		Tokens: []authenticator.Token{s.tokens}}
+		Tokens: []authenticator.Token{s.tokens}, APIAudiences: s.tokens.Audiences()}
 	if !cfg.Insecure {
 		if s.tls, err = setupTLS(cfg); err != nil {
 			return nil, err

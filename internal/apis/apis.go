@@ -76,6 +76,10 @@ type Options struct {
 	// Tokens issues ServiceAccount tokens (nil: serviceaccounts/token is
 	// not served).
 	Tokens *serviceaccount.Tokens
+	// Authenticator returns the server's authenticator, which answers
+	// TokenReviews (nil: they are answered unchecked, as Kubernetes does
+	// without one).
+	Authenticator func() *auth.Authenticator
 	// CRDChecks, when set, check CRD changes against the deprecation
 	// policy, existing objects and ConversionRules (nil: not checked).
 	CRDChecks *CRDChecks
@@ -134,8 +138,12 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 		Authorizer: auth.Chain{auth.Privileged{}, policy},
 		Resolve:    admissionregistration.Resolver(func() []*resource.Resource { return b.All }, b.CRDs.Cache),
 	})
+	authn := o.Authenticator
+	if authn == nil {
+		authn = func() *auth.Authenticator { return nil }
+	}
 	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events, b.EventsV1)
-	b.All = append(b.All, authorization.Reviews(policy)...)
+	b.All = append(b.All, authorization.Reviews(policy, authn)...)
 	b.All = append(b.All, b.RBAC...)
 	b.All = append(b.All, b.AdmissionRegistration.All()...)
 	b.All = append(b.All, b.CRDs, b.Leases, b.Migrations, b.ConversionRules)

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/x509"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
+	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 
 	"github.com/crdserver/crdserver/internal/request"
 )
@@ -26,6 +28,10 @@ type Options struct {
 	TokenFile string
 	// Tokens are more bearer token authenticators (ServiceAccount tokens).
 	Tokens []authenticator.Token
+	// APIAudiences are the server's audiences: a static token is good for
+	// them only, and a TokenReview that names no audiences checks tokens
+	// against them.
+	APIAudiences []string
 	// Anonymous lets requests without credentials in as system:anonymous
 	// (group system:unauthenticated).
 	Anonymous bool
@@ -37,29 +43,33 @@ type Options struct {
 type Authenticator struct {
 	insecure bool
 	req      authenticator.Request
+	// review authenticates the tokens of TokenReviews.
+	review    authenticator.Request
+	audiences []string
 }
 
 // NewAuthenticator builds the authenticator Options describe, from
-// Kubernetes' own authenticators.
+// Kubernetes' own authenticators, in kube-apiserver's order: client
+// certificates, then bearer tokens (the static token file first), then
+// anonymous.
 func NewAuthenticator(o Options) (*Authenticator, error) {
-	if o.Insecure {
-		return &Authenticator{insecure: true}, nil
-	}
 	var chain []authenticator.Request
 	if o.ClientCAs != nil {
 		opts := x509request.DefaultVerifyOptions()
 		opts.Roots = o.ClientCAs
 		chain = append(chain, newCachedCerts(x509request.New(opts, x509request.CommonNameUserConversion)))
 	}
+	var tokens []authenticator.Token
 	if o.TokenFile != "" {
-		tokens, err := tokenfile.NewCSV(o.TokenFile)
+		t, err := tokenfile.NewCSV(o.TokenFile)
 		if err != nil {
 			return nil, fmt.Errorf("token auth file: %w", err)
 		}
-		chain = append(chain, bearertoken.New(tokens))
+		tokens = append(tokens, authenticator.WrapAudienceAgnosticToken(o.APIAudiences, t))
 	}
-	for _, t := range o.Tokens {
-		chain = append(chain, bearertoken.New(t))
+	tokens = append(tokens, o.Tokens...)
+	if len(tokens) > 0 {
+		chain = append(chain, bearertoken.New(tokenunion.New(tokens...)))
 	}
 	// Authenticated users are also in system:authenticated.
 	req := group.NewAuthenticatedGroupAdder(union.New(chain...))
@@ -67,7 +77,36 @@ func NewAuthenticator(o Options) (*Authenticator, error) {
 		// Bad credentials fail; none at all make an anonymous request.
 		req = union.NewFailOnError(req, anonymous.NewAuthenticator(nil))
 	}
-	return &Authenticator{req: req}, nil
+	return &Authenticator{
+		insecure: o.Insecure,
+		req:      req,
+		// kube-apiserver's chain starts with its loopback client's token
+		// (a token file of one), which a reviewed token never is: a
+		// TokenReview's error lists that authenticator's "invalid bearer
+		// token" before the others' reasons. crdserver's own clients carry
+		// no token; an empty token file is that first authenticator here.
+		review:    union.New(bearertoken.New(tokenfile.New(nil)), req),
+		audiences: o.APIAudiences,
+	}, nil
+}
+
+// APIAudiences are the server's audiences.
+func (a *Authenticator) APIAudiences() []string { return a.audiences }
+
+// ReviewToken authenticates a bearer token for audiences as
+// kube-apiserver's TokenReview does: as the credential of a request that
+// carries nothing else. Empty audiences are the server's. It reports
+// whether the token authenticates, and why not.
+func (a *Authenticator) ReviewToken(ctx context.Context, token string, audiences []string) (*authenticator.Response, bool, error) {
+	if len(audiences) == 0 {
+		audiences = a.audiences
+	}
+	if len(audiences) > 0 {
+		ctx = authenticator.WithAudiences(ctx, audiences)
+	}
+	r := (&http.Request{Header: http.Header{}}).WithContext(ctx)
+	r.Header.Add("Authorization", "Bearer "+token)
+	return a.review.AuthenticateRequest(r)
 }
 
 // WithAuthentication authenticates each request, answering 401 when it

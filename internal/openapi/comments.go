@@ -39,6 +39,7 @@ var optionalFields = map[reflect.Type][]string{
 var requiredFields = map[reflect.Type][]string{
 	reflect.TypeFor[admissionregistrationv1.ValidatingAdmissionPolicyBinding]():     {"spec"},
 	reflect.TypeFor[admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec](): {"policyName", "validationActions"},
+	reflect.TypeFor[authenticationv1.TokenReviewSpec]():                             {"token"},
 }
 
 // descriptionFixes mend the descriptions the SwaggerDoc of a type gives

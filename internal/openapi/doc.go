@@ -43,7 +43,7 @@ and map types and defaults from client-go's structured-merge-diff schema
 Compared with kube-apiserver v1.37.2's documents, field by field, they
 differ only where crdserver does (no strategic merge patch for RBAC,
 CRDs and StorageVersionMigrations; a deleted ServiceAccount answers a
-Status; storagemigration.k8s.io/v1beta1 is served; TokenReviews are not;
+Status; storagemigration.k8s.io/v1beta1 is served;
 the meta types' x-kubernetes-group-version-kind in the v2 document list
 only crdserver's groups) and in this: the lists of authentication.k8s.io
 and authorization.k8s.io types (TokenRequestSpec.audiences,

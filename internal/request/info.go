@@ -3,7 +3,13 @@ package request
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Info is what a request asks for, parsed from its method and path the way
@@ -14,11 +20,14 @@ type Info struct {
 	IsResourceRequest bool
 	Path              string
 	// APIPrefix is "api" (core group) or "apis".
-	APIPrefix   string
-	Group       string
-	Version     string
-	Namespace   string
-	Resource    string
+	APIPrefix string
+	Group     string
+	Version   string
+	Namespace string
+	Resource  string
+	// Name is the object's name from the path or, for a list or watch
+	// whose field selector requires metadata.name to be one name, that
+	// name: Kubernetes authorizes such a request as one for the object.
 	Name        string
 	Subresource string
 	// Verb is the Kubernetes verb: get, list, watch, create, update, patch,
@@ -117,16 +126,46 @@ func Parse(r *http.Request) *Info {
 	if info.Name == "" {
 		switch info.Verb {
 		case "get":
-			if w := r.URL.Query().Get("watch"); w == "true" || w == "1" {
-				info.Verb = "watch"
-			} else {
-				info.Verb = "list"
-			}
+			info.Verb, info.Name = listVerbAndName(r.URL.Query())
 		case "delete":
 			info.Verb = "deletecollection"
 		}
 	}
 	return info
+}
+
+// listVerbAndName reads a collection GET's list options as Kubernetes'
+// RequestInfoFactory does: a watch unless ?watch= is false or 0, and, when
+// the field selector requires metadata.name to equal a name that can be a
+// path segment, the request is for that one object (authorized, audited
+// and measured as such). Options that do not decode name no object, and
+// only ?watch= is read then.
+func listVerbAndName(q url.Values) (verb, name string) {
+	verb = "list"
+	if isWatch(q) {
+		verb = "watch"
+	}
+	if _, ok := q["fieldSelector"]; !ok {
+		// Nothing can name an object: the options need no decoding.
+		return verb, ""
+	}
+	opts := metainternalversion.ListOptions{}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
+		return verb, ""
+	}
+	if opts.FieldSelector != nil {
+		if n, ok := opts.FieldSelector.RequiresExactMatch("metadata.name"); ok && len(content.IsPathSegmentName(n)) == 0 {
+			name = n
+		}
+	}
+	return verb, name
+}
+
+// isWatch reads ?watch= as Kubernetes decodes a boolean query parameter:
+// true unless absent, "0" or "false" (in any case), decoded or not.
+func isWatch(q url.Values) bool {
+	values := q["watch"]
+	return len(values) > 0 && values[0] != "0" && !strings.EqualFold(values[0], "false")
 }
 
 func splitPath(p string) []string {

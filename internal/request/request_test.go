@@ -27,6 +27,65 @@ func TestParse(t *testing.T) {
 		{"GET", "/apis/g.io/v1/things/a/b/c", Info{IsResourceRequest: true, APIPrefix: "apis", Group: "g.io", Version: "v1", Resource: "things", Name: "a", Subresource: "b", Verb: "get", Extra: true}},
 		{"GET", "/healthz", Info{Verb: "get"}},
 	}
+	// A list or watch whose field selector requires one name is for that
+	// object, as Kubernetes' RequestInfoFactory has it.
+	cm := Info{IsResourceRequest: true, APIPrefix: "api", Version: "v1", Namespace: "ns", Resource: "configmaps"}
+	named := func(verb, name string) Info {
+		i := cm
+		i.Verb, i.Name = verb, name
+		return i
+	}
+	for _, c := range []struct {
+		query string
+		want  Info
+	}{
+		{"fieldSelector=metadata.name%3Dcm1", named("list", "cm1")},
+		{"fieldSelector=metadata.name%3D%3Dcm1", named("list", "cm1")},
+		{"fieldSelector=metadata.name%21%3Dcm1", named("list", "")},
+		{"fieldSelector=metadata.namespace%3Dns,metadata.name%3Dcm1", named("list", "cm1")},
+		{"fieldSelector=metadata.name%3Dcm1,metadata.name%3Dcm2", named("list", "cm1")},
+		{"fieldSelector=metadata.name%3Dcm1&fieldSelector=metadata.name%3Dcm2", named("list", "cm1")},
+		{"fieldSelector=metadata.name%3Dcm1&watch=true", named("watch", "cm1")},
+		{"fieldSelector=metadata.name%3Dcm1&watch=yes", named("watch", "cm1")},
+		{"fieldSelector=metadata.name%3Dcm1&watch=0", named("list", "cm1")},
+		{"fieldSelector=metadata.name%3Dcm1&watch=False", named("list", "cm1")},
+		// Options that do not decode name no object; ?watch= still counts.
+		{"fieldSelector=metadata.name%3Dcm1&limit=abc", named("list", "")},
+		{"fieldSelector=metadata.name%3Dcm1&limit=abc&watch=1", named("watch", "")},
+		{"fieldSelector=metadata.name%3Dcm1&limit=abc&watch=FALSE", named("list", "")},
+		{"fieldSelector=bad", named("list", "")},
+		{"fieldSelector=%20metadata.name%3Dcm1", named("list", "")},
+		// Names that cannot be a path segment name no object.
+		{"fieldSelector=metadata.name%3Dcm%2F1", named("list", "")},
+		{"fieldSelector=metadata.name%3D..", named("list", "")},
+		{"fieldSelector=metadata.name%3D", named("list", "")},
+		{"labelSelector=metadata.name%3Dcm1", named("list", "")},
+		// ?watch= is a boolean query parameter: only 0 and false are not.
+		{"watch=", named("watch", "")},
+		{"watch=no", named("watch", "")},
+		{"watch=FALSE", named("list", "")},
+		{"watch=0&watch=1", named("list", "")},
+		{"limit=abc&watch=true", named("watch", "")},
+	} {
+		cases = append(cases, struct {
+			method, path string
+			want         Info
+		}{"GET", "/api/v1/namespaces/ns/configmaps?" + c.query, c.want})
+	}
+	// The path's name and the deprecated /watch/ prefix take no name from
+	// the selector.
+	get := cm
+	get.Verb, get.Name = "get", "cm2"
+	watchPath := cm
+	watchPath.Verb = "watch"
+	cases = append(cases, []struct {
+		method, path string
+		want         Info
+	}{
+		{"GET", "/api/v1/namespaces/ns/configmaps/cm2?fieldSelector=metadata.name%3Dcm1", get},
+		{"GET", "/api/v1/watch/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm1", watchPath},
+		{"DELETE", "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Dcm1", named("deletecollection", "")},
+	}...)
 	for _, c := range cases {
 		r := httptest.NewRequest(c.method, c.path, nil)
 		got := *Parse(r)

@@ -178,6 +178,15 @@ func (t *Tokens) Issue(req Request) (string, error) {
 
 var _ authenticator.Token = (*Tokens)(nil)
 
+// anyAlgorithm are the signature algorithms a token may name: every one,
+// as Kubernetes parses tokens (with go-jose v2, which takes any), so that
+// a token for no key of ours is refused for that ("invalid signature, no
+// keys found") and one whose algorithm does not fit the key by the key.
+var anyAlgorithm = []jose.SignatureAlgorithm{
+	jose.EdDSA, jose.HS256, jose.HS384, jose.HS512, jose.RS256, jose.RS384, jose.RS512,
+	jose.ES256, jose.ES384, jose.ES512, jose.PS256, jose.PS384, jose.PS512,
+}
+
 // AuthenticateToken checks a bearer token. Tokens of another issuer are
 // not ours (nil, false, nil): other authenticators may take them.
 func (t *Tokens) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
@@ -187,11 +196,7 @@ func (t *Tokens) AuthenticateToken(ctx context.Context, token string) (*authenti
 	if t.opts.Objects == nil {
 		return nil, false, errors.New("service account tokens cannot be checked: no objects to check them against")
 	}
-	algs := make([]jose.SignatureAlgorithm, 0, len(t.keys))
-	for _, k := range t.keys {
-		algs = append(algs, k.alg)
-	}
-	tok, err := jwt.ParseSigned(token, algs)
+	tok, err := jwt.ParseSigned(token, anyAlgorithm)
 	if err != nil {
 		return nil, false, nil
 	}

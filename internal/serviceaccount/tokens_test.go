@@ -150,6 +150,13 @@ func TestRefusedTokens(t *testing.T) {
 	deleted := time.Now().Add(-time.Hour)
 	other := newTokens(t, ecKey(t), objs)
 	otherToken, _ := other.Issue(Request{Namespace: "ns", ServiceAccount: Ref{Name: "bot", UID: "sa-uid"}, Audiences: tok.Audiences(), Expiration: time.Hour, Now: time.Now()})
+	// Another key of another algorithm (RS256, where ours is ES256): a
+	// token of ours that no key of ours signed either way.
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherAlgToken, _ := newTokens(t, rsaKey, objs).Issue(Request{Namespace: "ns", ServiceAccount: Ref{Name: "bot", UID: "sa-uid"}, Audiences: tok.Audiences(), Expiration: time.Hour, Now: time.Now()})
 	foreign := newTokens(t, key, objs, func(o *Options) { o.Issuers = []string{"https://elsewhere.example"} })
 	foreignToken, _ := foreign.Issue(Request{Namespace: "ns", ServiceAccount: Ref{Name: "bot", UID: "sa-uid"}, Audiences: tok.Audiences(), Expiration: time.Hour, Now: time.Now()})
 	for _, c := range []struct {
@@ -162,6 +169,7 @@ func TestRefusedTokens(t *testing.T) {
 		{name: "recreated service account", token: issue(Request{}), setup: func() { objs["sa/ns/bot"] = &Object{UID: "new"} }, err: "service account UID (new) does not match claim (sa-uid)"},
 		{name: "deleted service account", token: issue(Request{}), setup: func() { objs["sa/ns/bot"] = &Object{UID: "sa-uid", Deleted: &deleted} }, err: "service account ns/bot has been deleted"},
 		{name: "another key", token: otherToken, err: "invalid signature, no keys found"},
+		{name: "another key and algorithm", token: otherAlgToken, err: "invalid signature, no keys found"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			objs["sa/ns/bot"] = &Object{UID: "sa-uid"}

@@ -24,18 +24,27 @@ import (
 
 // Reviews are the create-only resources that ask the server about access:
 // authentication.k8s.io's SelfSubjectReview (kubectl auth whoami) and
-// authorization.k8s.io's access and rules reviews (kubectl auth can-i),
-// answered by system:masters and the RBAC roles in st. Nothing is stored.
-func Reviews(st *rbacpolicy.Store) []*resource.Resource {
+// TokenReview (answered by the server's authenticator authn returns, nil
+// while there is none), and authorization.k8s.io's access and rules
+// reviews (kubectl auth can-i), answered by system:masters and the RBAC
+// roles in st. Nothing is stored.
+func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource.Resource {
 	authz := auth.Chain{auth.Privileged{}, st}
 	mk := func(group, plural, kind string, namespaced bool, serve func(w http.ResponseWriter, r *http.Request, info *request.Info, t request.Target, body []byte) (any, error)) *resource.Resource {
 		return &resource.Resource{
 			Group: group, Plural: plural, Singular: strings.ToLower(kind), Kind: kind, Namespaced: namespaced,
 			Versions: []*resource.Version{{Name: "v1"}}, StorageVersion: "v1", Verbs: []string{"create"},
 			Custom: func(w http.ResponseWriter, r *http.Request, info *request.Info, _ *resource.Version) {
-				gr := schema.GroupResource{Group: group, Resource: plural}
-				if info.Verb != "create" || info.Name != "" || info.Subresource != "" {
-					request.WriteError(w, r, request.MethodNotAllowed(info.Verb, gr))
+				switch {
+				case info.Verb == "create" && info.Name == "" && info.Subresource == "":
+				case info.Name != "" && info.Verb != "list" && info.Verb != "watch":
+					// A review is no object: a path that names one
+					// is not served (a list's name comes from its
+					// field selector).
+					request.WriteError(w, r, withEmptyDetails(request.NotFound()))
+					return
+				default:
+					request.WriteError(w, r, methodNotAllowed())
 					return
 				}
 				t, err := request.Negotiate(r, request.Offer{Protobuf: true})
@@ -82,6 +91,9 @@ func Reviews(st *rbacpolicy.Store) []*resource.Resource {
 			rv.APIVersion, rv.Kind = "authentication.k8s.io/v1", "SelfSubjectReview"
 			rv.CreationTimestamp = metav1.Now().Rfc3339Copy()
 			return rv, nil
+		}),
+		mk("authentication.k8s.io", "tokenreviews", "TokenReview", false, func(w http.ResponseWriter, r *http.Request, _ *request.Info, _ request.Target, body []byte) (any, error) {
+			return reviewToken(w, r, authn, body)
 		}),
 		mk("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, func(_ http.ResponseWriter, r *http.Request, _ *request.Info, _ request.Target, body []byte) (any, error) {
 			rv := &authorizationv1.SelfSubjectAccessReview{}
@@ -161,6 +173,19 @@ func Reviews(st *rbacpolicy.Store) []*resource.Resource {
 			return rv, nil
 		}),
 	}
+}
+
+// methodNotAllowed is Kubernetes' answer to a method a collection path
+// does not serve.
+func methodNotAllowed() error {
+	return withEmptyDetails(request.NewStatusError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource"))
+}
+
+// withEmptyDetails gives a Status the empty details Kubernetes' answers
+// for paths in a group version it does not route carry.
+func withEmptyDetails(err *apierrors.StatusError) *apierrors.StatusError {
+	err.ErrStatus.Details = &metav1.StatusDetails{}
+	return err
 }
 
 func decodeReview(body []byte, into any, kind string) error {

@@ -97,6 +97,16 @@ func DefaultClusterRoles() []rbacv1.ClusterRole {
 			},
 		},
 		{
+			// For servers that delegate authentication and authorization
+			// to this one (a webhook's, a metrics endpoint's); bound to
+			// nobody by default.
+			ObjectMeta: defaultMeta("system:auth-delegator", nil),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+				{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+			},
+		},
+		{
 			ObjectMeta: defaultMeta("system:public-info-viewer", nil),
 			Rules: []rbacv1.PolicyRule{{
 				NonResourceURLs: []string{"/healthz", "/livez", "/readyz", "/version", "/version/"},
