@@ -143,14 +143,16 @@
 // properties the old schema lists there (unknown fields are pruned),
 // unless the node keeps unknown fields, is a map or an embedded resource.
 // Without stored objects to check (no Options.ExistingObjects: file to
-// file), a new CEL rule or combinator (allOf entry, anyOf, oneOf, not)
-// that only looks at properties new at its node is decided on an object
-// without them: it is reported only if such an object fails it. A rule
-// qualifies when it reads self only as self.x, has(self.x) or self.?x of
-// new properties (no oldSelf); it is run with Kubernetes' CEL library on
-// an empty object. "!has(self.mode) || self.mode != 'x'" and
-// "!(has(self.a) && has(self.b))" on new fields are no findings;
-// "self.mode == 'a'" and oneOf [{required: [a]}, {required: [b]}] are.
+// file), a new combinator (allOf entry, anyOf, oneOf, not) that only looks
+// at properties new at its node is decided on an object without them, and
+// a new CEL rule that reads self only as self.x, has(self.x) or self.?x
+// (no oldSelf) is run, with Kubernetes' CEL library, on an object without
+// the new properties and with the others unknown (partial evaluation): it
+// is left out only when it holds whatever they are.
+// "!has(self.mode) || self.mode != 'x'", "!(has(self.a) && has(self.b))"
+// and "!(has(self.cors) && self.type != 'CORS')" with mode, a, b and cors
+// new are no findings; "self.mode == 'a'", a rule on existing fields
+// only and oneOf [{required: [a]}, {required: [b]}] are.
 // Constraints on a property that is itself new are never compared (only
 // what the old revision has is). With Options.ExistingObjects the stored
 // objects decide instead, as below: this static judgement never replaces

@@ -133,9 +133,13 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 // celCostLimit bounds the evaluation of a rule on an empty object.
 const celCostLimit = 1_000_000
 
-// celOnlyNewFields reports whether a CEL rule of the node looks only at
-// properties new at the node (self.x, has(self.x), self.?x, nothing else
-// of self, no oldSelf) and holds on an object without them.
+// celOnlyNewFields reports whether a CEL rule of the node holds on every
+// stored object: it reads self only as self.x, has(self.x) or self.?x (no
+// oldSelf, nothing else of self), and it evaluates to true on an object
+// without the properties new at the node whatever the values of the
+// others (those are left unknown: a rule such as
+// "!(has(self.cors) && self.type != 'CORS')", cors new, holds however
+// type is set).
 func celOnlyNewFields(rule string, o, n *apiextensionsv1.JSONSchemaProps, root bool) bool {
 	isNew := newFieldsOnly(o, n, root)
 	if isNew == nil {
@@ -153,16 +157,21 @@ func celOnlyNewFields(rule string, o, n *apiextensionsv1.JSONSchemaProps, root b
 	if !ok {
 		return false
 	}
+	var unknown []*cel.AttributePatternType
 	for _, name := range names {
 		if !isNew(name) {
-			return false
+			unknown = append(unknown, cel.AttributePattern("self").QualString(name))
 		}
 	}
-	prg, err := env.Program(ast, cel.CostLimit(celCostLimit))
+	prg, err := env.Program(ast, cel.CostLimit(celCostLimit), cel.EvalOptions(cel.OptPartialEval))
 	if err != nil {
 		return false
 	}
-	out, _, err := prg.Eval(map[string]any{"self": map[string]any{}})
+	vars, err := cel.PartialVars(map[string]any{"self": map[string]any{}}, unknown...)
+	if err != nil {
+		return false
+	}
+	out, _, err := prg.Eval(vars)
 	return err == nil && out == types.True
 }
 
