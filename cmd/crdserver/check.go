@@ -48,9 +48,17 @@ for one of them), or crd/<name> for the live CRD on the server of
 bounds, CEL rule) is reported only when one of the CRD's stored objects
 fails it (up to 1,000 per version), as the server checks a change.
 
-Text output is one line a finding: <rule> version=<v> path=<p>: <message>.
+Without a conversion webhook, what one served version refuses that another
+accepts is reported too (an object written through the one fails updates
+through the other), when this revision brings it.
 
-Exit status: 0 no findings, 1 findings, 2 usage or input error.
+Text output is one line a finding: <rule> version=<v> path=<p>: <message>.
+A finding that breaks nothing (such as a default added that the field's
+description already stated) has a message starting "info: ", and
+"severity": "info" in JSON; the others are "breaking".
+
+Exit status: 0 no findings, 1 findings, 2 usage or input error (findings
+of severity info alone exit 0).
 
 Flags:`
 
@@ -105,7 +113,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		crds[i] = crd
 	}
-	var opts evolution.Options
+	opts := evolution.Options{Info: true}
 	if isLiveCRD(positional[0]) {
 		// As the server checks a change: a new constraint counts only if
 		// a stored object fails it.
@@ -130,8 +138,10 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprint(stdout, evolution.FormatText(findings))
 	}
-	if len(findings) > 0 {
-		return checkFindings
+	for _, f := range findings {
+		if f.Breaking() {
+			return checkFindings
+		}
 	}
 	return checkOK
 }

@@ -196,3 +196,47 @@ func checkCases(t *testing.T, cases []checkCase) {
 		}
 	}
 }
+
+// A finding of severity info (a default added that the description
+// already stated) is printed, and alone exits 0.
+func TestCheckCommandInfo(t *testing.T) {
+	crd := func(port string) string {
+		return `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: routes.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: routes, singular: route, kind: Route, listKind: RouteList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              port: ` + port + "\n"
+	}
+	dir := t.TempDir()
+	oldFile := writeCheckFile(t, dir, "old.yaml", crd(`{type: integer, description: "Defaults to 80."}`))
+	documented := writeCheckFile(t, dir, "documented.yaml", crd(`{type: integer, default: 80, description: "Defaults to 80."}`))
+	other := writeCheckFile(t, dir, "other.yaml", crd(`{type: integer, default: 8080, description: "Defaults to 80."}`))
+	checkCases(t, []checkCase{
+		{args: []string{oldFile, documented}, code: 0,
+			stdout: "default-changed version=v1 path=.spec.port: info: default 80 added, as the field's description already said: objects stored without the field show it when read\n"},
+		{args: []string{oldFile, other}, code: 1,
+			stdout: "default-changed version=v1 path=.spec.port: default 8080 added: objects stored without the field show it when read\n"},
+	})
+	var stdout, stderr bytes.Buffer
+	if code := runCheck([]string{"-o", "json", oldFile, documented}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	var got []evolution.Finding
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil || len(got) != 1 || got[0].Severity != evolution.SeverityInfo || !strings.Contains(stdout.String(), `"severity": "info"`) {
+		t.Errorf("JSON (%v):\n%s", err, stdout.String())
+	}
+}

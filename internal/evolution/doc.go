@@ -10,6 +10,11 @@
 //	findings := evolution.CheckCRD(ctx, old, new, evolution.Options{})
 //	fmt.Print(evolution.FormatText(findings))
 //
+// A finding is a break (SeverityBreaking) unless it says otherwise:
+// findings of SeverityInfo (a change worth knowing that breaks nothing)
+// are returned only with Options.Info, and FormatText starts their
+// message with "info: ".
+//
 // CheckCRD compares every version served by both revisions field by field
 // (on the apiextensions.k8s.io/v1 JSONSchemaProps, through properties,
 // items and additionalProperties), the versions' served, deprecated and
@@ -63,8 +68,18 @@
 //	default-changed                a default added to, changed on or removed from an existing field
 //
 // apiVersion, kind and metadata dropped from the root schema are not
-// field-removed: every object has them. allOf, anyOf, oneOf and not are
+// field-removed: every object has them. The allOf entries that only
+// constrain the node's own value (enum, bounds, lengths, counts, pattern,
+// format, multipleOf, required, CEL rules) are constraints of the node:
+// they are merged into it before comparing, so an allOf enum folded into
+// a plain enum of the same values is no change, and a new allOf maximum
+// is maximum-lowered. The rest of allOf, anyOf, oneOf and not are
 // compared as wholes (documentation aside), not field by field.
+//
+// A default added to a field whose old description already stated it
+// ("Defaults to 80.") is default-changed of SeverityInfo: it writes down
+// what clients and the controller assumed. Any other default added,
+// changed or removed is a break.
 //
 // Versions (Version is the version concerned, for the storage rules the
 // new storage version; Path is "" except for selectable fields):
@@ -72,8 +87,14 @@
 //	served-version-removed               a served version left spec.versions without being deprecated first
 //	version-unserved-without-deprecation a served version set served: false without being deprecated first
 //	deprecated-for-less-stable           a version newly deprecated while no other served, non-deprecated
-//	                                     version is as stable (GA > beta > alpha > other names)
-//	storage-moved-to-less-stable         the storage version moved to a less stable version
+//	                                     version is as stable (GA > beta > alpha > other names); not
+//	                                     when every served version is deprecated (the API is retired),
+//	                                     nor when the deprecation warning names a replacement in
+//	                                     another group ("use gateway.networking.k8s.io/v1 ...")
+//	storage-moved-to-less-stable         the storage version moved to a less stable version; not when
+//	                                     that version was served with the old storage version's schema
+//	                                     and keeps it (stored objects keep their shape: this is how a
+//	                                     project takes back a storage move made too early)
 //	storage-moved-to-new-version         the storage version moved to a version the old revision did not serve
 //	subresource-removed                  the status or scale subresource of a served version is gone
 //	scale-paths-changed                  the scale subresource's replicas or selector paths changed
@@ -90,6 +111,53 @@
 //	shortname-removed   a short name is gone
 //	category-removed    a category (such as all) is gone
 //
+// # Versions that share objects
+//
+// Without a conversion webhook (strategy None, or none given), an object
+// is stored as it was written and read through every served version as
+// it is: a client may create it through one version and read and update
+// it through another. CheckCRD therefore compares, in the new revision,
+// every served version's schema with every other's, as a change from the
+// version written through (Finding.Across) to the version updated
+// through (Finding.Version): a constraint or type rule (required-added,
+// enum-narrowed, the bounds, lengths and counts, pattern-changed,
+// format-changed, cel-rule-added, combinator-narrowed, type-changed)
+// means the one version refuses objects the other accepts. An object
+// created through v1alpha2 with 16 rules cannot be updated through a v1
+// that allows 1. Fields only one version lists are not findings (the
+// other version prunes them on reads, it does not refuse them), nor are
+// list and map types (an unset x-kubernetes-list-type is atomic).
+//
+// Only differences this revision brings are reported: a difference the
+// old revision already had between the same two versions (both served,
+// without a conversion webhook) is left out, since the change under
+// review did not cause it and reporting it on every later revision would
+// bury the new ones; so is a difference that the version's own
+// comparison already reports (the same rule, version and path). A new
+// version that refuses what an existing one accepts, one version widened
+// alone, a webhook dropped: those are reported.
+//
+// # Fields new in this revision
+//
+// A stored object, read with the old schema, holds at a node only the
+// properties the old schema lists there (unknown fields are pruned),
+// unless the node keeps unknown fields, is a map or an embedded resource.
+// Without stored objects to check (no Options.ExistingObjects: file to
+// file), a new combinator (allOf entry, anyOf, oneOf, not) that only looks
+// at properties new at its node is decided on an object without them, and
+// a new CEL rule that reads self only as self.x, has(self.x) or self.?x
+// (no oldSelf) is run, with Kubernetes' CEL library, on an object without
+// the new properties and with the others unknown (partial evaluation): it
+// is left out only when it holds whatever they are.
+// "!has(self.mode) || self.mode != 'x'", "!(has(self.a) && has(self.b))"
+// and "!(has(self.cors) && self.type != 'CORS')" with mode, a, b and cors
+// new are no findings; "self.mode == 'a'", a rule on existing fields
+// only and oneOf [{required: [a]}, {required: [b]}] are.
+// Constraints on a property that is itself new are never compared (only
+// what the old revision has is). With Options.ExistingObjects the stored
+// objects decide instead, as below: this static judgement never replaces
+// them.
+//
 // # Existing objects
 //
 // With Options.ExistingObjects, the constraints that existing objects may
@@ -102,14 +170,21 @@
 // CEL); an error the new schema finds and the old one does not, at the
 // finding's path, counts against it. The message then says how many
 // objects fail and names one. CEL transition rules (those using oldSelf)
-// only constrain updates, so no existing object fails them.
+// only constrain updates, so no existing object fails them. The same
+// holds for differences between versions that share objects: the stored
+// objects, as the old revision reads them, are validated with the
+// stricter version's schema and with the laxer one's.
 //
 // # Not checked
 //
 // What two revisions cannot show: rule 2 (objects round-trip between
 // versions: a matter of the conversion webhook) and rule 4a's timing
-// (how long a deprecated beta stays served). Also left out: conversion
-// strategy and webhook changes, printer columns, descriptions; fields
+// (how long a deprecated beta stays served); whether a default added
+// matches what a controller assumed, other than by the description.
+// Also left out: conversion strategy and webhook changes, printer
+// columns, descriptions, CEL rule messages (rules compare by their text);
+// a cross-version rule another constraint makes moot (a uniqueness rule
+// over a list the other version caps at one item); fields
 // newly described under x-kubernetes-preserve-unknown-fields (an
 // addition, though stored unknown values may not fit them); what is
 // inside allOf, anyOf, oneOf and not field by field; keywords a

@@ -22,6 +22,29 @@ type walker struct {
 	// validation error of an object failing them contains: a CEL rule's
 	// message or rule text.
 	hints map[int]string
+	// offline: no stored objects will be validated against the findings,
+	// so constraints that concern only fields new at their place, which
+	// no stored object has, are judged here (newfields.go).
+	offline bool
+}
+
+// keep keeps the findings for which f returns true, with their hints.
+func (w *walker) keep(f func(Finding) bool) {
+	var out []Finding
+	var hints map[int]string
+	for i, x := range w.out {
+		if !f(x) {
+			continue
+		}
+		if h, ok := w.hints[i]; ok {
+			if hints == nil {
+				hints = map[int]string{}
+			}
+			hints[len(out)] = h
+		}
+		out = append(out, x)
+	}
+	w.out, w.hints = out, hints
 }
 
 func (w *walker) add(rule, path, format string, args ...any) {
@@ -56,6 +79,8 @@ func child(path, name string) string {
 // node compares the schemas of the same place in the old and the new
 // revision, and what is below it.
 func (w *walker) node(path string, o, n *apiextensionsv1.JSONSchemaProps) {
+	// Constraints inside allOf are constraints of the node.
+	o, n = foldAllOf(o), foldAllOf(n)
 	if w.types(path, o, n) {
 		// The type changed: what is below is not comparable.
 		return
@@ -280,18 +305,28 @@ func mapType(s *apiextensionsv1.JSONSchemaProps) string {
 }
 
 // combinators compares allOf, anyOf, oneOf and not conservatively: what
-// may accept fewer values is reported.
+// may accept fewer values is reported. Offline, a combinator that only
+// concerns fields new at the node, and that an object without them
+// passes, is not: no stored object has those fields.
 func (w *walker) combinators(path string, o, n *apiextensionsv1.JSONSchemaProps) {
+	newOnly := func(ss ...apiextensionsv1.JSONSchemaProps) bool {
+		return w.offline && onlyNewFields(o, n, path == "", ss...)
+	}
 	oAll, nAll := canonicalList(o.AllOf), canonicalList(n.AllOf)
-	for _, s := range nAll {
-		if !slices.ContainsFunc(oAll, func(x any) bool { return reflect.DeepEqual(x, s) }) {
-			w.add("combinator-narrowed", path, "allOf has a new subschema")
-			break
+	for i, s := range nAll {
+		if slices.ContainsFunc(oAll, func(x any) bool { return reflect.DeepEqual(x, s) }) {
+			continue
 		}
+		if newOnly(n.AllOf[i]) && passesWithout(&n.AllOf[i]) {
+			continue
+		}
+		w.add("combinator-narrowed", path, "allOf has a new subschema")
+		break
 	}
 	oAny, nAny := canonicalList(o.AnyOf), canonicalList(n.AnyOf)
 	switch {
 	case len(nAny) == 0:
+	case newOnly(n.AnyOf...) && passesWithout(&apiextensionsv1.JSONSchemaProps{AnyOf: n.AnyOf}):
 	case len(oAny) == 0:
 		w.add("combinator-narrowed", path, "anyOf added")
 	default:
@@ -302,14 +337,16 @@ func (w *walker) combinators(path string, o, n *apiextensionsv1.JSONSchemaProps)
 			}
 		}
 	}
-	if oOne, nOne := canonicalList(o.OneOf), canonicalList(n.OneOf); len(nOne) > 0 && !reflect.DeepEqual(oOne, nOne) {
+	if oOne, nOne := canonicalList(o.OneOf), canonicalList(n.OneOf); len(nOne) > 0 && !reflect.DeepEqual(oOne, nOne) &&
+		(!newOnly(n.OneOf...) || !passesWithout(&apiextensionsv1.JSONSchemaProps{OneOf: n.OneOf})) {
 		if len(oOne) == 0 {
 			w.add("combinator-narrowed", path, "oneOf added")
 		} else {
 			w.add("combinator-narrowed", path, "oneOf changed")
 		}
 	}
-	if n.Not != nil && (o.Not == nil || !reflect.DeepEqual(canonical(o.Not), canonical(n.Not))) {
+	if n.Not != nil && (o.Not == nil || !reflect.DeepEqual(canonical(o.Not), canonical(n.Not))) &&
+		(!newOnly(*n.Not) || !passesWithout(&apiextensionsv1.JSONSchemaProps{Not: n.Not})) {
 		if o.Not == nil {
 			w.add("combinator-narrowed", path, "not added")
 		} else {
@@ -323,6 +360,9 @@ func (w *walker) combinators(path string, o, n *apiextensionsv1.JSONSchemaProps)
 func (w *walker) defaults(path string, o, n *apiextensionsv1.JSONSchemaProps) {
 	switch {
 	case o.Default == nil && n.Default == nil:
+	case o.Default == nil && documentsDefault(o.Description, n.Default.Raw):
+		w.add("default-changed", path, "default %s added, as the field's description already said: objects stored without the field show it when read", string(compact(n.Default.Raw)))
+		w.out[len(w.out)-1].Severity = SeverityInfo
 	case o.Default == nil:
 		w.add("default-changed", path, "default %s added: objects stored without the field show it when read", string(compact(n.Default.Raw)))
 	case n.Default == nil:
@@ -339,6 +379,9 @@ func (w *walker) celRules(path string, o, n *apiextensionsv1.JSONSchemaProps) {
 		if slices.ContainsFunc(o.XValidations, func(x apiextensionsv1.ValidationRule) bool {
 			return strings.TrimSpace(x.Rule) == strings.TrimSpace(r.Rule)
 		}) {
+			continue
+		}
+		if w.offline && celOnlyNewFields(r.Rule, o, n, path == "") {
 			continue
 		}
 		msg := fmt.Sprintf("new x-kubernetes-validations rule %q", oneLine(r.Rule))

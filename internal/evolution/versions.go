@@ -2,6 +2,7 @@ package evolution
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -120,10 +121,19 @@ func checkVersions(o, n *apiextensionsv1.CustomResourceDefinitionSpec) []Finding
 		}
 	}
 	// Rule 3: deprecate a served version only in favour of one as stable.
+	// Deprecating every served version at once retires the API rather
+	// than moves it to a less stable version; so does a deprecation whose
+	// warning names a replacement in another API group.
+	allDeprecated := !slices.ContainsFunc(n.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+		return v.Served && !v.Deprecated
+	})
 	for i := range n.Versions {
 		nv := &n.Versions[i]
 		ov := findVersion(o, nv.Name)
-		if !nv.Deprecated || !nv.Served || ov == nil || ov.Deprecated {
+		if !nv.Deprecated || !nv.Served || ov == nil || ov.Deprecated || allDeprecated {
+			continue
+		}
+		if otherGroupNamed(deref(nv.DeprecationWarning), n.Group) != "" {
 			continue
 		}
 		level := stabilityOf(nv.Name)
@@ -151,7 +161,7 @@ func checkVersions(o, n *apiextensionsv1.CustomResourceDefinitionSpec) []Finding
 	// The storage version.
 	os, ns := storageVersion(o), storageVersion(n)
 	if os != "" && ns != "" && os != ns {
-		if stabilityOf(ns) < stabilityOf(os) {
+		if stabilityOf(ns) < stabilityOf(os) && !sameStoredShape(o, n, os, ns) {
 			add("storage-moved-to-less-stable", ns, "storage version moved from %s (%s) to the less stable %s (%s)", os, stabilityOf(os), ns, stabilityOf(ns))
 		}
 		if ov := findVersion(o, ns); ov == nil || !ov.Served {
@@ -159,6 +169,40 @@ func checkVersions(o, n *apiextensionsv1.CustomResourceDefinitionSpec) []Finding
 		}
 	}
 	return out
+}
+
+// sameStoredShape reports whether moving the storage version from os to
+// ns leaves the stored objects as they were: ns was served by the old
+// revision, with the schema the old storage version had, and keeps it. It
+// is how a project takes back a storage move made too early.
+func sameStoredShape(o, n *apiextensionsv1.CustomResourceDefinitionSpec, os, ns string) bool {
+	oldStorage, oldTarget, newTarget := findVersion(o, os), findVersion(o, ns), findVersion(n, ns)
+	if oldStorage == nil || oldTarget == nil || newTarget == nil || !oldTarget.Served {
+		return false
+	}
+	s := func(v *apiextensionsv1.CustomResourceDefinitionVersion) any {
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			return nil
+		}
+		return canonical(v.Schema.OpenAPIV3Schema)
+	}
+	want := s(oldStorage)
+	return reflect.DeepEqual(want, s(oldTarget)) && reflect.DeepEqual(want, s(newTarget))
+}
+
+// groupVersionRef is an API group and version as a text names them
+// ("gateway.networking.k8s.io/v1"): a group has at least one dot.
+var groupVersionRef = regexp.MustCompile(`(?:^|[^A-Za-z0-9./:-])((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,})/(v[0-9]+(?:(?:alpha|beta)[0-9]+)?)\b`)
+
+// otherGroupNamed returns the first API group other than group that a
+// deprecation warning names with a version, "" if none.
+func otherGroupNamed(warning, group string) string {
+	for _, m := range groupVersionRef.FindAllStringSubmatch(warning, -1) {
+		if m[1] != group {
+			return m[1]
+		}
+	}
+	return ""
 }
 
 func storageVersion(spec *apiextensionsv1.CustomResourceDefinitionSpec) string {
@@ -182,8 +226,9 @@ func byPriority(vs []apiextensionsv1.CustomResourceDefinitionVersion) []apiexten
 
 // checkServedVersion compares a version served before and after: its
 // schema, subresources and selectable fields.
-func checkServedVersion(ov, nv *apiextensionsv1.CustomResourceDefinitionVersion) *walker {
-	w := &walker{version: ov.Name}
+// offline: no stored objects are at hand (see walker.offline).
+func checkServedVersion(ov, nv *apiextensionsv1.CustomResourceDefinitionVersion, offline bool) *walker {
+	w := &walker{version: ov.Name, offline: offline}
 	if ov.Schema != nil && ov.Schema.OpenAPIV3Schema != nil && nv.Schema != nil && nv.Schema.OpenAPIV3Schema != nil {
 		w.node("", ov.Schema.OpenAPIV3Schema, nv.Schema.OpenAPIV3Schema)
 	}
