@@ -11,6 +11,7 @@ import (
 
 	"github.com/crdserver/crdserver/internal/admission"
 	"github.com/crdserver/crdserver/internal/controller"
+	"github.com/crdserver/crdserver/internal/controller/authinfo"
 	"github.com/crdserver/crdserver/internal/controller/clusterroles"
 	"github.com/crdserver/crdserver/internal/controller/crdcleanup"
 	"github.com/crdserver/crdserver/internal/controller/crdconditions"
@@ -46,7 +47,8 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 		return nil, err
 	}
 	// What every replica does (kube-apiserver does it on each): the system
-	// namespaces and the default RBAC policy, written at the same time.
+	// namespaces and the default RBAC policy, written at the same time (the
+	// roles in kube-system once it exists).
 	c := &controllers{}
 	c.running.Add(1)
 	go func() {
@@ -56,6 +58,11 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 	if err := namespace.New(s.registry, s.builtin.Namespaces, dyn, s.log).EnsureSystemNamespaces(ctx); err != nil {
 		return nil, err
 	}
+	c.running.Add(1)
+	go func() {
+		defer c.running.Done()
+		_ = clusterroles.BootstrapRoles(runCtx, dyn, s.log)
+	}()
 	// What one replica does (kube-controller-manager's work): every
 	// controller, new ones each term.
 	c.leader = controller.NewLeader(s.cfg.LeaderElection.internal(), coordination, func() []controller.Controller {
@@ -71,8 +78,10 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 			admission.TypeChecker{Admission: s.adm, Log: s.log},
 		}
 		if s.tls != nil {
-			// The CA clients verify the server with (none over plain HTTP).
-			all = append(all, rootca.New(s.builtin.Namespaces, s.builtin.ConfigMaps, s.tls.caPEM, dyn, s.log))
+			// The CA clients verify the server with, and the client CAs
+			// it trusts (none over plain HTTP).
+			all = append(all, rootca.New(s.builtin.Namespaces, s.builtin.ConfigMaps, s.tls.caPEM, dyn, s.log),
+				authinfo.New(s.builtin.ConfigMaps, s.tls.clientCAPEM, dyn, s.log))
 		}
 		return all
 	}, s.log)

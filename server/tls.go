@@ -21,6 +21,9 @@ type tlsSetup struct {
 	clientCAs *x509.CertPool
 	// caPEM is what clients trust the serving certificate with.
 	caPEM []byte
+	// clientCAPEM holds the CAs in clientCAs, for servers that delegate
+	// authentication to this one.
+	clientCAPEM []byte
 }
 
 // setupTLS makes or loads the PKI in DataDir/pki and reads the operator's
@@ -52,7 +55,7 @@ func setupTLS(cfg Config) (*tlsSetup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
-	t := &tlsSetup{pki: bundle, clientCAs: x509.NewCertPool(), caPEM: bundle.CACert}
+	t := &tlsSetup{pki: bundle, clientCAs: x509.NewCertPool(), caPEM: bundle.CACert, clientCAPEM: bundle.CACert}
 	t.clientCAs.AppendCertsFromPEM(bundle.CACert)
 	switch {
 	case cfg.TLSCertFile != "" && cfg.TLSKeyFile != "":
@@ -77,6 +80,7 @@ func setupTLS(cfg Config) (*tlsSetup, error) {
 		if !t.clientCAs.AppendCertsFromPEM(data) {
 			return nil, fmt.Errorf("--client-ca-file %s holds no PEM certificate", cfg.ClientCAFile)
 		}
+		t.clientCAPEM = append(append(append([]byte{}, t.clientCAPEM...), '\n'), data...)
 	}
 	return t, nil
 }

@@ -153,6 +153,41 @@ func DefaultClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	}
 }
 
+// AuthenticationConfigMap is the ConfigMap in kube-system that tells
+// servers which delegate authentication to this one which client CAs it
+// trusts, and ExtensionAuthenticationReader the Role that reads it.
+const (
+	AuthenticationConfigMap       = "extension-apiserver-authentication"
+	ExtensionAuthenticationReader = "extension-apiserver-authentication-reader"
+)
+
+// DefaultRoles are Kubernetes' default roles in kube-system that crdserver
+// has a use for: reading the authentication ConfigMap.
+func DefaultRoles() []rbacv1.Role {
+	meta := defaultMeta(ExtensionAuthenticationReader, nil)
+	meta.Namespace = metav1.NamespaceSystem
+	return []rbacv1.Role{{
+		ObjectMeta: meta,
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
+			ResourceNames: []string{AuthenticationConfigMap}, Verbs: read}},
+	}}
+}
+
+// DefaultRoleBindings bind the default roles as Kubernetes does (to the
+// controller manager and scheduler users, should they connect).
+func DefaultRoleBindings() []rbacv1.RoleBinding {
+	meta := defaultMeta("system::"+ExtensionAuthenticationReader, nil)
+	meta.Namespace = metav1.NamespaceSystem
+	userSubject := func(name string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}
+	}
+	return []rbacv1.RoleBinding{{
+		ObjectMeta: meta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: KindRole, Name: ExtensionAuthenticationReader},
+		Subjects:   []rbacv1.Subject{userSubject(user.KubeControllerManager), userSubject(user.KubeScheduler)},
+	}}
+}
+
 // autoUpdate says whether a stored default may be reconciled.
 func autoUpdate(m metav1.ObjectMeta) bool {
 	return m.Annotations[AutoUpdateAnnotation] != "false"
@@ -238,6 +273,20 @@ func ReconcileClusterRoleBinding(have *rbacv1.ClusterRoleBinding, want rbacv1.Cl
 	return out, changed
 }
 
+// ReconcileRole is ReconcileClusterRole for a namespaced role.
+func ReconcileRole(have *rbacv1.Role, want rbacv1.Role) (*rbacv1.Role, bool) {
+	out, changed := ReconcileClusterRole(&rbacv1.ClusterRole{ObjectMeta: have.ObjectMeta, Rules: have.Rules}, rbacv1.ClusterRole{ObjectMeta: want.ObjectMeta, Rules: want.Rules})
+	return &rbacv1.Role{TypeMeta: have.TypeMeta, ObjectMeta: out.ObjectMeta, Rules: out.Rules}, changed
+}
+
+// ReconcileRoleBinding is ReconcileClusterRoleBinding for a namespaced
+// binding.
+func ReconcileRoleBinding(have *rbacv1.RoleBinding, want rbacv1.RoleBinding) (*rbacv1.RoleBinding, bool) {
+	out, changed := ReconcileClusterRoleBinding(&rbacv1.ClusterRoleBinding{ObjectMeta: have.ObjectMeta, RoleRef: have.RoleRef, Subjects: have.Subjects},
+		rbacv1.ClusterRoleBinding{ObjectMeta: want.ObjectMeta, RoleRef: want.RoleRef, Subjects: want.Subjects})
+	return &rbacv1.RoleBinding{TypeMeta: have.TypeMeta, ObjectMeta: out.ObjectMeta, RoleRef: out.RoleRef, Subjects: out.Subjects}, changed
+}
+
 // DefaultsInPlace reports whether the store holds every default cluster
 // role and binding, and the aggregated defaults (admin, edit, view) have
 // been aggregated: what readiness waits for, on every replica, whichever
@@ -253,6 +302,16 @@ func (s *Store) DefaultsInPlace() bool {
 	}
 	for _, want := range DefaultClusterRoleBindings() {
 		if s.clusterRoleBindings[want.Name] == nil {
+			return false
+		}
+	}
+	for _, want := range DefaultRoles() {
+		if s.roles[want.Namespace+"/"+want.Name] == nil {
+			return false
+		}
+	}
+	for _, want := range DefaultRoleBindings() {
+		if s.roleBindings[want.Namespace][want.Name] == nil {
 			return false
 		}
 	}

@@ -124,8 +124,18 @@ func settle(roles []*rbacv1.ClusterRole) []*rbacv1.ClusterRole {
 // stored ones up to date, trying again until it succeeds or ctx ends. Every
 // replica runs it at start: the writes it needs are the same everywhere.
 func Bootstrap(ctx context.Context, dyn dynamic.Interface, log *slog.Logger) error {
+	return retry(ctx, log, func() error { return bootstrap(ctx, dyn) })
+}
+
+// BootstrapRoles is Bootstrap for the default roles and bindings in
+// kube-system, once that namespace exists.
+func BootstrapRoles(ctx context.Context, dyn dynamic.Interface, log *slog.Logger) error {
+	return retry(ctx, log, func() error { return bootstrapRoles(ctx, dyn) })
+}
+
+func retry(ctx context.Context, log *slog.Logger, f func() error) error {
 	for {
-		err := bootstrap(ctx, dyn)
+		err := f()
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
@@ -185,6 +195,46 @@ func bootstrap(ctx context.Context, dyn dynamic.Interface) error {
 	return errors.Join(errs...)
 }
 
+// bootstrapRoles writes the default roles and bindings of kube-system (a
+// GET each: they are few).
+func bootstrapRoles(ctx context.Context, dyn dynamic.Interface) error {
+	var errs []error
+	for _, want := range rbac.DefaultRoles() {
+		errs = append(errs, func() error {
+			want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindRole}
+			client := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("roles"))
+			stored, err := getStored(ctx, client, want.Namespace, want.Name)
+			if err != nil {
+				return err
+			}
+			have := &rbacv1.Role{}
+			return reconcile(ctx, client.Namespace(want.Namespace), stored, &want, have, func() (any, bool) { return rbac.ReconcileRole(have, want) })
+		}())
+	}
+	for _, want := range rbac.DefaultRoleBindings() {
+		errs = append(errs, func() error {
+			want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindRoleBinding}
+			client := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("rolebindings"))
+			stored, err := getStored(ctx, client, want.Namespace, want.Name)
+			if err != nil {
+				return err
+			}
+			have := &rbacv1.RoleBinding{}
+			return reconcile(ctx, client.Namespace(want.Namespace), stored, &want, have, func() (any, bool) { return rbac.ReconcileRoleBinding(have, want) })
+		}())
+	}
+	return errors.Join(errs...)
+}
+
+// getStored reads one namespaced object; nil if there is none.
+func getStored(ctx context.Context, client dynamic.NamespaceableResourceInterface, ns, name string) (*unstructured.Unstructured, error) {
+	u, err := client.Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return u, err
+}
+
 // byName lists a resource's objects, by name.
 func byName(ctx context.Context, client dynamic.NamespaceableResourceInterface) (map[string]*unstructured.Unstructured, error) {
 	list, err := client.List(ctx, metav1.ListOptions{})
@@ -201,7 +251,7 @@ func byName(ctx context.Context, client dynamic.NamespaceableResourceInterface) 
 // reconcile creates want if it is not stored (u is nil); otherwise it
 // reads u into have and writes what merge returns, if merge says it
 // changed. Another replica may create it meanwhile: that is as good.
-func reconcile(ctx context.Context, client dynamic.NamespaceableResourceInterface, u *unstructured.Unstructured, want, have any, merge func() (any, bool)) error {
+func reconcile(ctx context.Context, client dynamic.ResourceInterface, u *unstructured.Unstructured, want, have any, merge func() (any, bool)) error {
 	if u == nil {
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 		if err != nil {

@@ -2,6 +2,8 @@ package clusterroles
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -27,7 +30,10 @@ func fakeClient() *dynamicfake.FakeDynamicClient {
 
 func TestBootstrapCreatesTheDefaultPolicyOnce(t *testing.T) {
 	dyn := fakeClient()
-	if err := bootstrap(context.Background(), dyn); err != nil {
+	both := func(ctx context.Context, dyn dynamic.Interface) error {
+		return errors.Join(bootstrap(ctx, dyn), bootstrapRoles(ctx, dyn))
+	}
+	if err := both(context.Background(), dyn); err != nil {
 		t.Fatal(err)
 	}
 	creates := 0
@@ -35,23 +41,31 @@ func TestBootstrapCreatesTheDefaultPolicyOnce(t *testing.T) {
 		switch a.GetVerb() {
 		case "create":
 			creates++
-		case "list":
+		case "list", "get":
 		default:
-			t.Errorf("bootstrap on an empty store: %v (want a list of each resource, then creates)", a)
+			t.Errorf("bootstrap on an empty store: %v (want reads, then creates)", a)
 		}
 	}
-	if want := len(rbac.DefaultClusterRoles()) + len(rbac.DefaultClusterRoleBindings()); creates != want {
+	if want := len(rbac.DefaultClusterRoles()) + len(rbac.DefaultClusterRoleBindings()) + len(rbac.DefaultRoles()) + len(rbac.DefaultRoleBindings()); creates != want {
 		t.Fatalf("%d creates, want %d", creates, want)
 	}
 	// A second start finds everything in place: no write.
 	dyn.ClearActions()
-	if err := bootstrap(context.Background(), dyn); err != nil {
+	if err := both(context.Background(), dyn); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range dyn.Actions() {
-		if a.GetVerb() != "list" {
+		if a.GetVerb() != "list" && a.GetVerb() != "get" {
 			t.Fatalf("second bootstrap wrote: %v", a)
 		}
+	}
+	// The reader of the authentication ConfigMap, as Kubernetes has it.
+	role, err := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("roles")).Namespace("kube-system").Get(context.Background(), "extension-apiserver-authentication-reader", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rules := fmt.Sprint(role.Object["rules"]); rules != "[map[apiGroups:[] resourceNames:[extension-apiserver-authentication] resources:[configmaps] verbs:[get list watch]]]" {
+		t.Fatalf("reader role: %s", rules)
 	}
 }
 
