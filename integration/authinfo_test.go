@@ -5,8 +5,12 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,3 +139,84 @@ func TestAuthenticationConfigMap(t *testing.T) {
 func pemOf(c *x509.Certificate) []byte {
 	return bytes.TrimSpace(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}))
 }
+
+// A front proxy (kube's aggregator, kube-rbac-proxy) names the user in
+// request headers with a client certificate of the
+// --requestheader-client-ca-file, as kube-apiserver accepts it; the
+// authentication ConfigMap says so under kube's requestheader-* keys.
+func TestRequestHeaderAuthentication(t *testing.T) {
+	proxyCA, err := pki.EnsureScratch(t.TempDir(), []string{"127.0.0.1"}, time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "front-proxy-ca.crt")
+	if err := os.WriteFile(caFile, proxyCA.CACert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, func(c *server.Config) {
+		c.RequestHeader = server.RequestHeaderConfig{ClientCAFile: caFile, AllowedNames: []string{"front-proxy-client"},
+			UsernameHeaders: []string{"X-Remote-User"}, GroupHeaders: []string{"X-Remote-Group"}, ExtraHeaderPrefixes: []string{"X-Remote-Extra-"}}
+	})
+	proxyAs := func(cn string, headers map[string][]string) kubernetes.Interface {
+		certPEM, keyPEM, err := proxyCA.ClientCert(cn, nil, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := rest.AnonymousClientConfig(e.cfg)
+		cfg.CertData, cfg.KeyData = certPEM, keyPEM
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				r = r.Clone(r.Context())
+				for k, v := range headers {
+					r.Header[k] = v
+				}
+				return rt.RoundTrip(r)
+			})
+		}
+		return kubernetes.NewForConfigOrDie(cfg)
+	}
+	remote := map[string][]string{"X-Remote-User": {"alice"}, "X-Remote-Group": {"devs", "qa"}, "X-Remote-Extra-Scopes": {"read"}}
+	who, err := proxyAs("front-proxy-client", remote).AuthenticationV1().SelfSubjectReviews().Create(e.ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := who.Status.UserInfo; u.Username != "alice" || strings.Join(u.Groups, ",") != "devs,qa,system:authenticated" || fmt.Sprint(u.Extra) != "map[scopes:[read]]" {
+		t.Fatalf("the proxy's user: %+v", u)
+	}
+	// A certificate of that CA with another name, or the proxy's own
+	// certificate without the headers, authenticates no one.
+	for name, c := range map[string]kubernetes.Interface{
+		"another name":   proxyAs("someone", remote),
+		"no user header": proxyAs("front-proxy-client", nil),
+	} {
+		if _, err := c.AuthenticationV1().SelfSubjectReviews().Create(e.ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}); !apierrors.IsUnauthorized(err) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+
+	var data map[string]string
+	if err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		cm, err := e.kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
+		if err == nil {
+			data = cm.Data
+		}
+		return err == nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"client-ca-file":                     string(e.srv.CACert()),
+		"requestheader-client-ca-file":       string(proxyCA.CACert),
+		"requestheader-allowed-names":        `["front-proxy-client"]`,
+		"requestheader-username-headers":     `["X-Remote-User"]`,
+		"requestheader-group-headers":        `["X-Remote-Group"]`,
+		"requestheader-extra-headers-prefix": `["X-Remote-Extra-"]`,
+	}
+	if !maps.Equal(data, want) {
+		t.Fatalf("ConfigMap data:\n%v\nwant\n%v", data, want)
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

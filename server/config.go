@@ -157,6 +157,9 @@ type Config struct {
 	// users (CN the user name, O the groups); crdserver's own CA, which
 	// signs the admin certificate, always does.
 	ClientCAFile string
+	// RequestHeader is front-proxy authentication (as kube-apiserver's
+	// --requestheader-* flags): off without its ClientCAFile.
+	RequestHeader RequestHeaderConfig
 	// TokenAuthFile is a Kubernetes static token file (CSV: token, user,
 	// uid, "group1,group2").
 	TokenAuthFile string
@@ -283,4 +286,13 @@ func crdMemoryBudget(b int64) int64 {
 		return 0
 	}
 	return b
+}
+
+// RequestHeaderConfig is front-proxy authentication: a client certificate
+// signed by ClientCAFile (with one of AllowedNames as its common name, if
+// any are given) may name the user in request headers, as kube-apiserver's
+// aggregator does towards the servers it proxies to.
+type RequestHeaderConfig struct {
+	ClientCAFile                                                                 string
+	AllowedNames, UsernameHeaders, UIDHeaders, GroupHeaders, ExtraHeaderPrefixes []string
 }

@@ -81,7 +81,7 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 			// The CA clients verify the server with, and the client CAs
 			// it trusts (none over plain HTTP).
 			all = append(all, rootca.New(s.builtin.Namespaces, s.builtin.ConfigMaps, s.tls.caPEM, dyn, s.log),
-				authinfo.New(s.builtin.ConfigMaps, s.tls.clientCAPEM, dyn, s.log))
+				authinfo.New(s.builtin.ConfigMaps, s.authInfo(), dyn, s.log))
 		}
 		return all
 	}, s.log)
@@ -95,3 +95,16 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 
 // wait waits for the controllers to end (after runCtx).
 func (c *controllers) wait() { c.running.Wait() }
+
+// authInfo is what the authentication ConfigMap publishes about this
+// server.
+func (s *Server) authInfo() authinfo.Info {
+	info := authinfo.Info{ClientCA: s.tls.clientCAPEM}
+	if s.tls.proxyCAs != nil {
+		rh := s.cfg.RequestHeader
+		info.RequestHeaderCA = s.tls.proxyCAPEM
+		info.AllowedNames, info.UsernameHeaders, info.UIDHeaders = rh.AllowedNames, rh.UsernameHeaders, rh.UIDHeaders
+		info.GroupHeaders, info.ExtraHeaderPrefixes = rh.GroupHeaders, rh.ExtraHeaderPrefixes
+	}
+	return info
+}

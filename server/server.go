@@ -155,6 +155,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 		authnOpts.ClientCAs = s.tls.clientCAs
+		if s.tls.proxyCAs != nil {
+			rh := cfg.RequestHeader
+			authnOpts.RequestHeader = &auth.RequestHeaderOptions{CAs: s.tls.proxyCAs, AllowedNames: rh.AllowedNames, UsernameHeaders: rh.UsernameHeaders,
+				UIDHeaders: rh.UIDHeaders, GroupHeaders: rh.GroupHeaders, ExtraHeaderPrefixes: rh.ExtraHeaderPrefixes}
+		}
 	}
 	if s.authn, err = auth.NewAuthenticator(authnOpts); err != nil {
 		return nil, err

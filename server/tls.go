@@ -24,6 +24,10 @@ type tlsSetup struct {
 	// clientCAPEM holds the CAs in clientCAs, for servers that delegate
 	// authentication to this one.
 	clientCAPEM []byte
+	// proxyCAs verify front proxies' client certificates (nil: no
+	// request header authentication); proxyCAPEM holds them.
+	proxyCAs   *x509.CertPool
+	proxyCAPEM []byte
 }
 
 // setupTLS makes or loads the PKI in DataDir/pki and reads the operator's
@@ -81,6 +85,17 @@ func setupTLS(cfg Config) (*tlsSetup, error) {
 			return nil, fmt.Errorf("--client-ca-file %s holds no PEM certificate", cfg.ClientCAFile)
 		}
 		t.clientCAPEM = append(append(append([]byte{}, t.clientCAPEM...), '\n'), data...)
+	}
+	if f := cfg.RequestHeader.ClientCAFile; f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
+		}
+		t.proxyCAs = x509.NewCertPool()
+		if !t.proxyCAs.AppendCertsFromPEM(data) {
+			return nil, fmt.Errorf("--requestheader-client-ca-file %s holds no PEM certificate", f)
+		}
+		t.proxyCAPEM = data
 	}
 	return t, nil
 }

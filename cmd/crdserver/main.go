@@ -78,6 +78,12 @@ func run(args []string) error {
 		caCert        = fs.String("ca-cert-file", "", "CA certificate (PEM) to sign the serving and admin certificates with and to trust client certificates of, instead of the CA crdserver makes; give every replica the same one")
 		caKey         = fs.String("ca-key-file", "", "key of --ca-cert-file")
 		clientCA      = fs.String("client-ca-file", "", "more CAs whose client certificates authenticate users (CN user, O groups)")
+		proxyCA       = fs.String("requestheader-client-ca-file", "", "CAs of front proxies (an aggregator) whose client certificates may name the user in request headers")
+		proxyNames    = listFlag{}
+		proxyUser     = listFlag{}
+		proxyUID      = listFlag{}
+		proxyGroup    = listFlag{}
+		proxyExtra    = listFlag{}
 		tokenFile     = fs.String("token-auth-file", "", "static bearer tokens, Kubernetes' CSV format: token,user,uid,\"group1,group2\"")
 		anonymous     = fs.Bool("anonymous-auth", true, "serve requests without credentials as system:anonymous (false: 401)")
 		advertise     = fs.String("advertise-address", "", "address clients reach the server on (added to the serving certificate)")
@@ -103,6 +109,11 @@ func run(args []string) error {
 	fs.Var(&saKeyFiles, "service-account-key-file", "more public keys (PEM) that verify ServiceAccount tokens (repeatable)")
 	fs.Var(&saIssuers, "service-account-issuer", "issuer of ServiceAccount tokens; the first is written into new tokens, all are accepted (repeatable; default https://kubernetes.default.svc.cluster.local)")
 	fs.Var(&apiAuds, "api-audiences", "audiences a ServiceAccount token must name to authenticate here (comma-separated; default the first issuer)")
+	fs.Var(&proxyNames, "requestheader-allowed-names", "common names of the front proxies' client certificates (comma-separated; empty: any the --requestheader-client-ca-file signed)")
+	fs.Var(&proxyUser, "requestheader-username-headers", "request headers to read the user name from, in order (X-Remote-User is usual)")
+	fs.Var(&proxyUID, "requestheader-uid-headers", "request headers to read the user's uid from (X-Remote-Uid is usual)")
+	fs.Var(&proxyGroup, "requestheader-group-headers", "request headers to read the user's groups from (X-Remote-Group is usual)")
+	fs.Var(&proxyExtra, "requestheader-extra-headers-prefix", "request header prefixes to read the user's extra from (X-Remote-Extra- is usual)")
 	fs.Var(&tlsSANs, "tls-san", "another name or address for the serving certificate (repeatable, or comma-separated)")
 	fs.Var(services, "webhook-service-address", "where a conversion webhook service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -121,26 +132,28 @@ func run(args []string) error {
 	klog.SetSlogLogger(log)
 
 	cfg := server.Config{
-		DataDir:                     *dataDir,
-		BindAddress:                 *bind,
-		Port:                        *port,
-		EtcdCAFile:                  *etcdCA,
-		EtcdCertFile:                *etcdCert,
-		EtcdKeyFile:                 *etcdKey,
-		CompactionInterval:          *compaction,
-		ShutdownTimeout:             *shutdown,
-		MinRequestTimeout:           *minReqTimout,
-		Conversion:                  server.ConversionOptions{ServiceAddresses: services, RecheckInterval: *recheck},
-		AuditLogPath:                *auditLog,
-		AuditPolicyFile:             *auditPolicy,
-		AuditLogMaxSizeMB:           *auditMaxSize,
-		AuditLogMaxBackups:          *auditBackups,
-		AuditLogMaxAgeDays:          *auditMaxAge,
-		Logger:                      log,
-		Insecure:                    *insecure,
-		TLSCertFile:                 *tlsCert,
-		TLSKeyFile:                  *tlsKey,
-		ClientCAFile:                *clientCA,
+		DataDir:            *dataDir,
+		BindAddress:        *bind,
+		Port:               *port,
+		EtcdCAFile:         *etcdCA,
+		EtcdCertFile:       *etcdCert,
+		EtcdKeyFile:        *etcdKey,
+		CompactionInterval: *compaction,
+		ShutdownTimeout:    *shutdown,
+		MinRequestTimeout:  *minReqTimout,
+		Conversion:         server.ConversionOptions{ServiceAddresses: services, RecheckInterval: *recheck},
+		AuditLogPath:       *auditLog,
+		AuditPolicyFile:    *auditPolicy,
+		AuditLogMaxSizeMB:  *auditMaxSize,
+		AuditLogMaxBackups: *auditBackups,
+		AuditLogMaxAgeDays: *auditMaxAge,
+		Logger:             log,
+		Insecure:           *insecure,
+		TLSCertFile:        *tlsCert,
+		TLSKeyFile:         *tlsKey,
+		ClientCAFile:       *clientCA,
+		RequestHeader: server.RequestHeaderConfig{ClientCAFile: *proxyCA, AllowedNames: proxyNames, UsernameHeaders: proxyUser,
+			UIDHeaders: proxyUID, GroupHeaders: proxyGroup, ExtraHeaderPrefixes: proxyExtra},
 		CACertFile:                  *caCert,
 		CAKeyFile:                   *caKey,
 		TokenAuthFile:               *tokenFile,

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/anonymous"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
@@ -37,6 +38,17 @@ type Options struct {
 	Anonymous bool
 	// Insecure trusts every request as Unsecured (plain HTTP).
 	Insecure bool
+	// RequestHeader is front-proxy authentication; nil turns it off.
+	RequestHeader *RequestHeaderOptions
+}
+
+// RequestHeaderOptions say which front proxies may name the user in
+// request headers, and in which.
+type RequestHeaderOptions struct {
+	// CAs verify the proxies' client certificates; AllowedNames, when
+	// not empty, are the common names they may have.
+	CAs                                                                          *x509.CertPool
+	AllowedNames, UsernameHeaders, UIDHeaders, GroupHeaders, ExtraHeaderPrefixes []string
 }
 
 // Authenticator finds the user of a request.
@@ -49,11 +61,19 @@ type Authenticator struct {
 }
 
 // NewAuthenticator builds the authenticator Options describe, from
-// Kubernetes' own authenticators, in kube-apiserver's order: client
-// certificates, then bearer tokens (the static token file first), then
-// anonymous.
+// Kubernetes' own authenticators, in kube-apiserver's order: front proxies'
+// request headers, client certificates, then bearer tokens (the static
+// token file first), then anonymous.
 func NewAuthenticator(o Options) (*Authenticator, error) {
 	var chain []authenticator.Request
+	if rh := o.RequestHeader; rh != nil {
+		opts := x509request.DefaultVerifyOptions()
+		opts.Roots = rh.CAs
+		verify := func() (x509.VerifyOptions, bool) { return opts, true }
+		chain = append(chain, authenticator.WrapAudienceAgnosticRequest(o.APIAudiences, headerrequest.NewDynamicVerifyOptionsSecure(verify,
+			headerrequest.StaticStringSlice(rh.AllowedNames), headerrequest.StaticStringSlice(rh.UsernameHeaders), headerrequest.StaticStringSlice(rh.UIDHeaders),
+			headerrequest.StaticStringSlice(rh.GroupHeaders), headerrequest.StaticStringSlice(rh.ExtraHeaderPrefixes))))
+	}
 	if o.ClientCAs != nil {
 		opts := x509request.DefaultVerifyOptions()
 		opts.Roots = o.ClientCAs
