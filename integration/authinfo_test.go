@@ -52,12 +52,7 @@ func TestAuthenticationConfigMap(t *testing.T) {
 	if _, err := e.kube.CoreV1().ServiceAccounts("agg").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "apiserver"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := e.kube.CoreV1().ServiceAccounts("agg").CreateToken(ctx, "apiserver", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.AnonymousClientConfig(e.cfg)
-	cfg.BearerToken = tr.Status.Token
+	cfg := e.asServiceAccount("agg", "apiserver")
 	agg := kubernetes.NewForConfigOrDie(cfg)
 	const ns, name = "kube-system", "extension-apiserver-authentication"
 	if _, err := agg.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {

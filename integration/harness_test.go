@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -217,3 +218,16 @@ type warningRecorder func(msg string)
 func (w warningRecorder) HandleWarningHeader(code int, agent, msg string) { w(msg) }
 
 func newDynamic(cfg *rest.Config) (dynamic.Interface, error) { return dynamic.NewForConfig(cfg) }
+
+// asServiceAccount is a client configuration that authenticates with a
+// token of the ServiceAccount ns/name, which must exist.
+func (e *env) asServiceAccount(ns, name string) *rest.Config {
+	e.t.Helper()
+	tr, err := e.kube.CoreV1().ServiceAccounts(ns).CreateToken(e.ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(e.cfg)
+	cfg.BearerToken = tr.Status.Token
+	return cfg
+}

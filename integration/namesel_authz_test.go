@@ -16,10 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-
-	authenticationv1 "k8s.io/api/authentication/v1"
 )
 
 // TestNameSelectorAuthorization checks that a list or watch whose field
@@ -63,12 +60,7 @@ func TestNameSelectorAuthorization(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := e.kube.CoreV1().ServiceAccounts("team").CreateToken(ctx, "one", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.AnonymousClientConfig(e.cfg)
-	cfg.BearerToken = tr.Status.Token
+	cfg := e.asServiceAccount("team", "one")
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	one := kube.CoreV1().ConfigMaps("team")
@@ -90,7 +82,7 @@ func TestNameSelectorAuthorization(t *testing.T) {
 	const user = `User "system:serviceaccount:team:one"`
 	// Another name, no name, and a selector that names no one object are
 	// refused; the refusal of a named one names it.
-	_, err = one.List(ctx, byName("cm2"))
+	_, err := one.List(ctx, byName("cm2"))
 	forbidden("list of cm2", err, `configmaps "cm2" is forbidden: `+user+` cannot list resource "configmaps" in API group "" in the namespace "team"`)
 	_, err = one.List(ctx, metav1.ListOptions{})
 	forbidden("list of all", err, `configmaps is forbidden: `+user+` cannot list resource "configmaps" in API group "" in the namespace "team"`)

@@ -334,31 +334,49 @@ var scaleFieldManagers = &FieldManagers{Group: autoscalingv1.GroupName, Kind: "S
 // trackScale updates the managedFields of the Scale old (made by mf) for
 // the write that made s, and returns them as the object's.
 func (c *call) trackScale(old, s *autoscalingv1.Scale, mf *managedfields.ScaleHandler) ([]metav1.ManagedFieldsEntry, error) {
-	fm, err := scaleFieldManagers.FieldManager("v1", "scale")
+	u, err := manageScale(old, func(fm *managedfields.FieldManager, live runtime.Object) (runtime.Object, error) {
+		newObj, err := scaleObject(s)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		out, err := fm.Update(live, newObj, c.managerName())
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		return out, nil
+	})
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	liveObj, err := scaleObject(old)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	newObj, err := scaleObject(s)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	out, err := fm.Update(liveObj, newObj, c.managerName())
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	u, ok := out.(*unstructured.Unstructured)
-	if !ok {
-		return nil, apierrors.NewInternalError(fmt.Errorf("unexpected %T", out))
+		return nil, err
 	}
 	entries, err := mf.ToParent(u.GetManagedFields())
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
 	return entries, nil
+}
+
+// manageScale runs write, the Scale field manager's Update or Apply, on
+// the Scale live (whose managedFields are the Scale's), and returns the
+// Scale it made, with its managedFields. write's errors are answered as
+// they are.
+func manageScale(live *autoscalingv1.Scale, write func(fm *managedfields.FieldManager, live runtime.Object) (runtime.Object, error)) (*unstructured.Unstructured, error) {
+	fm, err := scaleFieldManagers.FieldManager("v1", "scale")
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	liveObj, err := scaleObject(live)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	out, err := write(fm, liveObj)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := out.(*unstructured.Unstructured)
+	if !ok {
+		return nil, apierrors.NewInternalError(fmt.Errorf("unexpected %T", out))
+	}
+	return u, nil
 }
 
 // scaleObject is sc as an unstructured autoscaling/v1 Scale.
@@ -401,21 +419,15 @@ func (c *call) scaleApplied(body []byte) (*scaleApply, error) {
 // to applies a to the Scale old, whose managedFields are the Scale's, and
 // returns the result with its managedFields.
 func (a *scaleApply) to(old *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
-	fm, err := scaleFieldManagers.FieldManager("v1", "scale")
+	u, err := manageScale(old, func(fm *managedfields.FieldManager, live runtime.Object) (runtime.Object, error) {
+		out, err := fm.Apply(live, a.patch, a.manager, a.force)
+		if err != nil {
+			return nil, applyError(err)
+		}
+		return out, nil
+	})
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	live, err := scaleObject(old)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	out, err := fm.Apply(live, a.patch, a.manager, a.force)
-	if err != nil {
-		return nil, applyError(err)
-	}
-	u, ok := out.(*unstructured.Unstructured)
-	if !ok {
-		return nil, apierrors.NewInternalError(fmt.Errorf("unexpected %T", out))
+		return nil, err
 	}
 	s := &autoscalingv1.Scale{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {

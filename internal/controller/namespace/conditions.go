@@ -80,33 +80,16 @@ func (c *content) left() bool { return len(c.remaining) > 0 }
 // the types missing from them are to be set to their False variant.
 func (c *content) conditions(now metav1.Time) []corev1.NamespaceCondition {
 	var out []corev1.NamespaceCondition
+	add := func(t corev1.NamespaceConditionType, reason, message string) {
+		out = append(out, corev1.NamespaceCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: reason, Message: message})
+	}
 	if len(c.remaining) > 0 {
-		parts := make([]string, 0, len(c.remaining))
-		for r, n := range c.remaining {
-			parts = append(parts, fmt.Sprintf("%s has %d resource instances", r, n))
-		}
-		sort.Strings(parts)
-		out = append(out, corev1.NamespaceCondition{
-			Type:               corev1.NamespaceContentRemaining,
-			Status:             corev1.ConditionTrue,
-			LastTransitionTime: now,
-			Reason:             reasonSomeResourcesRemain,
-			Message:            "Some resources are remaining: " + strings.Join(parts, ", "),
-		})
+		add(corev1.NamespaceContentRemaining, reasonSomeResourcesRemain,
+			"Some resources are remaining: "+counted(c.remaining, "%s has %d resource instances"))
 	}
 	if len(c.finalizers) > 0 {
-		parts := make([]string, 0, len(c.finalizers))
-		for f, n := range c.finalizers {
-			parts = append(parts, fmt.Sprintf("%s in %d resource instances", f, n))
-		}
-		sort.Strings(parts)
-		out = append(out, corev1.NamespaceCondition{
-			Type:               corev1.NamespaceFinalizersRemaining,
-			Status:             corev1.ConditionTrue,
-			LastTransitionTime: now,
-			Reason:             reasonSomeFinalizersRemain,
-			Message:            "Some content in the namespace has finalizers remaining: " + strings.Join(parts, ", "),
-		})
+		add(corev1.NamespaceFinalizersRemaining, reasonSomeFinalizersRemain,
+			"Some content in the namespace has finalizers remaining: "+counted(c.finalizers, "%s in %d resource instances"))
 	}
 	if len(c.errs) > 0 {
 		msgs := make([]string, 0, len(c.errs))
@@ -114,15 +97,21 @@ func (c *content) conditions(now metav1.Time) []corev1.NamespaceCondition {
 			msgs = append(msgs, err.Error())
 		}
 		sort.Strings(msgs)
-		out = append(out, corev1.NamespaceCondition{
-			Type:               corev1.NamespaceDeletionContentFailure,
-			Status:             corev1.ConditionTrue,
-			LastTransitionTime: now,
-			Reason:             reasonContentDeletionFailed,
-			Message:            fmt.Sprintf("Failed to delete all resource types, %d remaining: %v", len(c.errs), strings.Join(msgs, ", ")),
-		})
+		add(corev1.NamespaceDeletionContentFailure, reasonContentDeletionFailed,
+			fmt.Sprintf("Failed to delete all resource types, %d remaining: %v", len(c.errs), strings.Join(msgs, ", ")))
 	}
 	return out
+}
+
+// counted lists the counts of m, each as format (name, count) words it,
+// sorted and joined by commas.
+func counted(m map[string]int, format string) string {
+	parts := make([]string, 0, len(m))
+	for name, n := range m {
+		parts = append(parts, fmt.Sprintf(format, name, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
 
 // updateConditions sets every condition type of the namespace deletion in
