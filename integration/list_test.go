@@ -192,6 +192,17 @@ func TestListResourceVersionSemantics(t *testing.T) {
 	if r.header.Get("Retry-After") != "1" || st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Type != metav1.CauseTypeResourceVersionTooLarge {
 		t.Fatalf("too large: header %q details %+v", r.header.Get("Retry-After"), st.Details)
 	}
+	// An exact list at a revision etcd has not reached names both, as
+	// kube-apiserver does (a client-go error).
+	if _, err := cts.List(e.ctx, metav1.ListOptions{ResourceVersion: "999999", ResourceVersionMatch: metav1.ResourceVersionMatchExact}); !apierrors.IsTimeout(err) ||
+		!strings.HasPrefix(err.Error(), "Timeout: Too large resource version: 999999, current: ") || strings.HasSuffix(err.Error(), "current: 0") {
+		t.Fatalf("exact list in the future: %v", err)
+	}
+	// A list at resourceVersion=0 ignores its limit (kube-apiserver's
+	// watch cache does): every item, no continue token.
+	if all, err := cts.List(e.ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1}); err != nil || len(all.Items) != 3 || all.GetContinue() != "" {
+		t.Fatalf("limit at resourceVersion=0: %v %v", err, all)
+	}
 	// Invalid combinations: 422.
 	expectStatus(t, e.do("GET", ctPath+"?resourceVersionMatch=Exact", ""), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
 		"resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided")
