@@ -162,30 +162,37 @@ func equalJSON(x, y any) bool {
 
 // get calls the backend of s as the aggregator (system:kube-aggregator,
 // system:masters), bounded by fetchTimeout.
-func (a *Aggregator) get(ctx context.Context, s *Service, path, accept string) (*http.Response, []byte, error) {
+func (a *Aggregator) get(ctx context.Context, s *Service, path, accept string) (*answer, error) {
 	if s.transportErr != nil {
-		return nil, nil, s.transportErr
+		return nil, s.transportErr
 	}
 	loc, err := a.Resolve(s.API.Spec.Service)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	loc.Path = path
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc.String(), nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	req.Header.Set("Accept", accept)
 	transport.SetAuthProxyHeaders(req, aggregatorUser, "", aggregatorGroups, nil)
 	resp, err := (&http.Client{Transport: s.transport, CheckRedirect: noRedirect}).Do(req)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDiscoveryBytes))
-	return resp, body, err
+	return &answer{code: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body}, err
+}
+
+// answer is a backend's answer to the aggregator's GET.
+type answer struct {
+	code        int
+	contentType string
+	body        []byte
 }
 
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -197,13 +204,13 @@ const acceptV2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscove
 // /apis/<group>/<version>, as kube-aggregator does.
 func (a *Aggregator) fetchDiscovery(ctx context.Context, s *Service) (apidiscoveryv2.APIVersionDiscovery, error) {
 	gv := s.GroupVersion()
-	resp, body, err := a.get(ctx, s, "/apis", acceptV2)
+	ans, err := a.get(ctx, s, "/apis", acceptV2)
 	if err != nil {
 		return apidiscoveryv2.APIVersionDiscovery{}, err
 	}
-	if resp.StatusCode == http.StatusOK && isV2(resp.Header.Get("Content-Type")) {
+	if ans.code == http.StatusOK && isV2(ans.contentType) {
 		list := &apidiscoveryv2.APIGroupDiscoveryList{}
-		if err := json.Unmarshal(body, list); err != nil {
+		if err := json.Unmarshal(ans.body, list); err != nil {
 			return apidiscoveryv2.APIVersionDiscovery{}, err
 		}
 		for _, g := range list.Items {
@@ -229,15 +236,15 @@ func (a *Aggregator) fetchDiscovery(ctx context.Context, s *Service) (apidiscove
 		return apidiscoveryv2.APIVersionDiscovery{Version: gv.Version}, nil
 	}
 	path := "/apis/" + gv.Group + "/" + gv.Version
-	resp, body, err = a.get(ctx, s, path, "application/json")
+	ans, err = a.get(ctx, s, path, "application/json")
 	if err != nil {
 		return apidiscoveryv2.APIVersionDiscovery{}, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return apidiscoveryv2.APIVersionDiscovery{}, fmt.Errorf("failed to download legacy discovery for %s: %s", path, body)
+	if ans.code != http.StatusOK {
+		return apidiscoveryv2.APIVersionDiscovery{}, fmt.Errorf("failed to download legacy discovery for %s: %s", path, ans.body)
 	}
 	list := &metav1.APIResourceList{}
-	if err := json.Unmarshal(body, list); err != nil {
+	if err := json.Unmarshal(ans.body, list); err != nil {
 		return apidiscoveryv2.APIVersionDiscovery{}, err
 	}
 	resources, err := endpoints.ConvertGroupVersionIntoToDiscovery(list.APIResources)

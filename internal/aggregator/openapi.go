@@ -89,12 +89,12 @@ func (a *Aggregator) V3Paths(ctx context.Context) (map[string]string, uint64) {
 // fetchV3URL reads the backend's /openapi/v3 for the serverRelativeURL
 // of the APIService's document ("" if it has none).
 func (a *Aggregator) fetchV3URL(ctx context.Context, s *Service) string {
-	resp, body, err := a.get(ctx, s, "/openapi/v3", "application/json")
-	if err != nil || resp.StatusCode != http.StatusOK {
+	ans, err := a.get(ctx, s, "/openapi/v3", "application/json")
+	if err != nil || ans.code != http.StatusOK {
 		return ""
 	}
 	var d handler3.OpenAPIV3Discovery
-	if json.Unmarshal(body, &d) != nil {
+	if json.Unmarshal(ans.body, &d) != nil {
 		return ""
 	}
 	p, ok := d.Paths[V3Path(s.API.Spec.Group, s.API.Spec.Version)]

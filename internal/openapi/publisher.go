@@ -373,9 +373,6 @@ func (t *trackingWriter) Write(b []byte) (int, error) {
 	return t.ResponseWriter.Write(b)
 }
 
-// v3Root is an /openapi/v3 answer: the built-in documents' paths and this
-// server's, with the answer (ETag) of the shared service and the own
-// documents it was made from.
 // Aggregated lists the v3 documents other servers serve: path
 // ("apis/<group>/<version>") → serverRelativeURL, and a generation that
 // changes whenever they do.
@@ -383,6 +380,9 @@ type Aggregated interface {
 	V3Paths(ctx context.Context) (map[string]string, uint64)
 }
 
+// v3Root is an /openapi/v3 answer: the built-in documents' paths and this
+// server's, with the answer (ETag) of the shared service, the own
+// documents and the aggregated generation it was made from.
 type v3Root struct {
 	sharedTag string
 	own       *ownDocs
