@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/kube-aggregator/pkg/apis/apiregistration/v1/helper"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
@@ -131,6 +133,22 @@ func (b *backend) serve(w http.ResponseWriter, r *http.Request) {
 			"annotations": map[string]any{"seen-user": s.user}}}
 	}
 	switch p := r.URL.Path; {
+	case p == "/apis/"+wardleGV+"/namespaces/default/flunders/one/exec" && r.Header.Get("Upgrade") == "echo":
+		// An upgrade: the connection echoes lines back, prefixed by
+		// the user it was upgraded for.
+		conn, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+		_ = rw.Flush()
+		line, err := rw.ReadString('\n')
+		if err != nil {
+			return
+		}
+		_, _ = rw.WriteString(s.user + ":" + line)
+		_ = rw.Flush()
 	case p == "/apis":
 		write(http.StatusOK, metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}})
 	case p == "/apis/"+wardleGV:
@@ -406,8 +424,30 @@ func TestAPIServiceProxy(t *testing.T) {
 	}
 	w.Stop()
 
-	// A ServiceAccount's identity, extra included; one without RBAC is
-	// refused by crdserver before the backend hears of it.
+	// An upgraded connection passes through, for the same user.
+	tc, err := rest.TLSConfigFor(e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.NextProtos = []string{"http/1.1"}
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(e.srv.URL(), "https://"), tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "POST /apis/%s/namespaces/default/flunders/one/exec HTTP/1.1\r\nHost: crdserver\r\nConnection: Upgrade\r\nUpgrade: echo\r\nContent-Length: 0\r\n\r\n", wardleGV)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %+v", err, resp)
+	}
+	fmt.Fprint(conn, "ping\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "crdserver-admin:ping\n" {
+		t.Fatalf("upgraded connection: %q %v", line, err)
+	}
+
+	// A ServiceAccount without RBAC is refused by crdserver before the backend hears of it.
 	if _, err := e.kube.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bot"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
