@@ -355,6 +355,24 @@ func TestAPIServiceAPI(t *testing.T) {
 	if err := agg.Delete(ctx, wardleName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+
+	// Server-side apply defaults what it makes, as a request body: an
+	// applied service without a port gets 443, and keeps it when applied
+	// again.
+	apiservices := e.dyn.Resource(apiregistrationv1.SchemeGroupVersion.WithResource("apiservices"))
+	for _, prio := range []int64{15, 16} {
+		applied, err := apiservices.Apply(ctx, wardleName, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": map[string]any{"name": wardleName},
+			"spec": map[string]any{"group": wardleGroup, "version": wardleVersion, "groupPriorityMinimum": int64(1000), "versionPriority": prio,
+				"insecureSkipTLSVerify": true, "service": map[string]any{"namespace": "default", "name": "api"}},
+		}}, metav1.ApplyOptions{FieldManager: "test", Force: true})
+		if err != nil {
+			t.Fatalf("apply: %v", err)
+		}
+		if port, _, _ := unstructured.NestedInt64(applied.Object, "spec", "service", "port"); port != 443 {
+			t.Fatalf("applied port %d, want 443", port)
+		}
+	}
 }
 
 // An APIService with a service is proxied to its server with the

@@ -61,6 +61,9 @@ func APIServices(cache *store.Cache) *resource.Resource {
 			Group:     Group,
 			Kind:      "APIService",
 			Converter: conversion.None{},
+			// What server-side apply makes is defaulted as a request
+			// body is.
+			Default: setDefaults,
 			TypeConverter: func() (managedfields.TypeConverter, int64, error) {
 				return aggapply.NewTypeConverter(request.Scheme()), 0, nil
 			},
@@ -74,6 +77,18 @@ func APIServices(cache *store.Cache) *resource.Resource {
 		Protobuf:     true,
 		ValidateName: func(name string, _ bool) []string { return content.IsPathSegmentName(name) },
 		Verbs:        []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
+	}
+}
+
+// setDefaults applies kube's defaults to an APIService's content
+// (spec.service.port 443).
+func setDefaults(obj map[string]any) {
+	svc, ok, _ := unstructured.NestedMap(obj, "spec", "service")
+	if !ok || svc == nil {
+		return
+	}
+	if _, ok := svc["port"]; !ok {
+		_ = unstructured.SetNestedField(obj, int64(443), "spec", "service", "port")
 	}
 }
 
