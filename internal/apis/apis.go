@@ -1,7 +1,7 @@
 // Package apis registers every built-in API crdserver serves, in one
 // place. Each group lives in its own package (core, events, rbac,
 // authorization, admissionregistration, coordination, apiextensions,
-// storagemigration) with its strategy, table and validation; the engine
+// apiregistration, storagemigration) with its strategy, table and validation; the engine
 // (package resource) knows none of them by name.
 package apis
 
