@@ -166,6 +166,10 @@ type Config struct {
 	// DisableAnonymous refuses requests without credentials (401) instead
 	// of serving them as system:anonymous.
 	DisableAnonymous bool
+	// Authentication adds JWT (OpenID Connect) issuers and a token
+	// webhook, as kube-apiserver's --authentication-config, --oidc-* and
+	// --authentication-token-webhook-* flags.
+	Authentication AuthenticationOptions
 
 	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the
 	// read-only and the mutating requests served at once (watches and

@@ -167,6 +167,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 				UIDHeaders: rh.UIDHeaders, GroupHeaders: rh.GroupHeaders, ExtraHeaderPrefixes: rh.ExtraHeaderPrefixes}
 		}
 	}
+	if err := cfg.applyAuthentication(runCtx, &authnOpts); err != nil {
+		return nil, err
+	}
 	if s.authn, err = auth.NewAuthenticator(authnOpts); err != nil {
 		return nil, err
 	}

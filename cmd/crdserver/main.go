@@ -116,6 +116,7 @@ func run(args []string) error {
 	fs.Var(&proxyExtra, "requestheader-extra-headers-prefix", "request header prefixes to read the user's extra from (X-Remote-Extra- is usual)")
 	fs.Var(&tlsSANs, "tls-san", "another name or address for the serving certificate (repeatable, or comma-separated)")
 	aggregator := aggregatorFlags(fs)
+	authn := addAuthnFlags(fs)
 	fs.Var(services, "webhook-service-address", "where a conversion webhook, admission webhook or APIService service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -177,6 +178,7 @@ func run(args []string) error {
 			MaxTokenExpiration: *saMaxExpiry,
 		},
 	}
+	cfg.Authentication = authn.options(fs)
 	if *reqTimeout == 0 {
 		cfg.RequestTimeout = -1
 	}

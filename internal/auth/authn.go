@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/anonymous"
@@ -36,10 +37,23 @@ type Options struct {
 	// Anonymous lets requests without credentials in as system:anonymous
 	// (group system:unauthenticated).
 	Anonymous bool
+	// AnonymousConditions, when Anonymous, limit anonymous requests to
+	// the paths they name (an AuthenticationConfiguration's anonymous
+	// section); none: every path.
+	AnonymousConditions []apiserver.AnonymousAuthCondition
 	// Insecure trusts every request as Unsecured (plain HTTP).
 	Insecure bool
 	// RequestHeader is front-proxy authentication; nil turns it off.
 	RequestHeader *RequestHeaderOptions
+	// JWT are the JWT (OpenID Connect) issuers, after the ServiceAccount
+	// tokens; nil turns them off.
+	JWT *JWTOptions
+	// TokenWebhook is a token authentication webhook, last of the token
+	// authenticators; nil turns it off.
+	TokenWebhook *TokenWebhookOptions
+	// Context bounds the background work of the JWT authenticators (key
+	// set refreshes, the configuration file's reloads); default: none.
+	Context context.Context
 }
 
 // RequestHeaderOptions say which front proxies may name the user in
@@ -63,7 +77,8 @@ type Authenticator struct {
 // NewAuthenticator builds the authenticator Options describe, from
 // Kubernetes' own authenticators, in kube-apiserver's order: front proxies'
 // request headers, client certificates, then bearer tokens (the static
-// token file first), then anonymous.
+// token file, ServiceAccount tokens, JWT issuers, the token webhook), then
+// anonymous.
 func NewAuthenticator(o Options) (*Authenticator, error) {
 	var chain []authenticator.Request
 	if rh := o.RequestHeader; rh != nil {
@@ -88,6 +103,29 @@ func NewAuthenticator(o Options) (*Authenticator, error) {
 		tokens = append(tokens, authenticator.WrapAudienceAgnosticToken(o.APIAudiences, t))
 	}
 	tokens = append(tokens, o.Tokens...)
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.JWT != nil {
+		// After the ServiceAccount tokens: both are JWTs, and the issuers
+		// would fetch keys for every ServiceAccount token they do not know.
+		jwt, err := newReloadableJWT(ctx, *o.JWT, o.APIAudiences)
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, jwt)
+		if o.JWT.File != "" {
+			go watchAuthenticationConfig(ctx, *o.JWT, jwt)
+		}
+	}
+	if o.TokenWebhook != nil {
+		wh, err := newTokenWebhook(*o.TokenWebhook, o.APIAudiences)
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, wh)
+	}
 	if len(tokens) > 0 {
 		chain = append(chain, bearertoken.New(tokenunion.New(tokens...)))
 	}
@@ -95,7 +133,7 @@ func NewAuthenticator(o Options) (*Authenticator, error) {
 	req := group.NewAuthenticatedGroupAdder(union.New(chain...))
 	if o.Anonymous {
 		// Bad credentials fail; none at all make an anonymous request.
-		req = union.NewFailOnError(req, anonymous.NewAuthenticator(nil))
+		req = union.NewFailOnError(req, anonymous.NewAuthenticator(o.AnonymousConditions))
 	}
 	return &Authenticator{
 		insecure: o.Insecure,
