@@ -184,6 +184,10 @@ type Config struct {
 	EncryptionProviderConfig string
 	// ServiceAccounts configures ServiceAccount tokens.
 	ServiceAccounts ServiceAccountOptions
+	// Authorization is the authorizer chain after system:masters, as
+	// kube-apiserver's --authorization-config or --authorization-mode
+	// (default: RBAC).
+	Authorization AuthorizationOptions
 	// EnforceCRDCompatibility refuses (422) every CRD change that breaks
 	// the deprecation policy or existing clients; by default they are
 	// Warning headers, and refused only for CRDs annotated
