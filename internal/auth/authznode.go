@@ -20,7 +20,7 @@ import (
 // only its own name (its Node, its Lease, its CSINode, slices and pods
 // selected by its name), and reading an object a kubelet would reach
 // through a Pod bound to it (a Secret, a ConfigMap, a ServiceAccount's
-// token) finds no relationship.
+// token, a PodCertificateRequest) finds no relationship.
 type NodeAuthorizer struct{}
 
 // Authorize implements authorizer.Authorizer.
@@ -65,6 +65,8 @@ func (NodeAuthorizer) Authorize(_ context.Context, a authorizer.Attributes) (aut
 		case "resource.k8s.io/resourceslices":
 			return nodeSelected(node, a, "spec.nodeName", "cannot authorize ResourceSlice subresources",
 				"can only list/watch/deletecollection resourceslices with nodeName field selector")
+		case "certificates.k8s.io/podcertificaterequests":
+			return nodePodCertificateRequest(node, a)
 		case "/nodes":
 			return nodeNode(node, a)
 		case "/pods":
@@ -192,6 +194,24 @@ func selectsNode(a authorizer.Attributes, field, node string) bool {
 		}
 	}
 	return false
+}
+
+func nodePodCertificateRequest(node string, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.GetSubresource() != "" {
+		return authorizer.DecisionNoOpinion, "nodes may not access the status subresource of PodCertificateRequests", nil
+	}
+	switch a.GetVerb() {
+	case "create":
+		return authorizer.DecisionAllow, "", nil
+	case "get":
+		return nodeRelated(node, a)
+	case "list", "watch":
+		if selectsNode(a, "spec.nodeName", node) {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionNoOpinion, "can only list/watch podcertificaterequests with nodeName field selector", nil
+	}
+	return authorizer.DecisionNoOpinion, fmt.Sprintf("nodes may not %s podcertificaterequests", a.GetVerb()), nil
 }
 
 func nodeNode(node string, a authorizer.Attributes) (authorizer.Decision, string, error) {

@@ -1,7 +1,6 @@
 package authorization
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -177,7 +177,7 @@ func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource
 			}
 			rv.Status.Incomplete = incomplete
 			if len(errs) > 0 {
-				rv.Status.EvaluationError = errors.Join(errs...).Error()
+				rv.Status.EvaluationError = utilerrors.NewAggregate(errs).Error()
 			}
 			rv.APIVersion, rv.Kind = "authorization.k8s.io/v1", "SelfSubjectRulesReview"
 			return rv, nil
