@@ -3,9 +3,9 @@ package integration
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -31,7 +31,7 @@ import (
 )
 
 // sarWebhook is a SubjectAccessReview webhook on 127.0.0.1 over TLS. It
-// allows web-alice, denies web-mallory, has no opinion about web-carol
+// allows web-alice, denies web-mallory any resource, has no opinion about web-carol
 // (with a reason) and about everyone else (without), and counts the
 // reviews it is sent per user.
 type sarWebhook struct {
@@ -49,7 +49,8 @@ func newSARWebhook(t *testing.T) *sarWebhook {
 		var in struct {
 			APIVersion string `json:"apiVersion"`
 			Spec       struct {
-				User string `json:"user"`
+				User               string          `json:"user"`
+				ResourceAttributes json.RawMessage `json:"resourceAttributes"`
 			} `json:"spec"`
 		}
 		if err := json.Unmarshal(body, &in); err != nil {
@@ -64,6 +65,10 @@ func newSARWebhook(t *testing.T) *sarWebhook {
 		case "web-alice":
 			status = map[string]any{"allowed": true, "reason": "alice may do anything"}
 		case "web-mallory":
+			// Denied resources, not discovery (as kubectl needs it).
+			if in.Spec.ResourceAttributes == nil {
+				break
+			}
 			status = map[string]any{"allowed": false, "denied": true, "reason": "mallory is banned"}
 		case "web-carol":
 			status = map[string]any{"allowed": false, "reason": "not known to the webhook"}
