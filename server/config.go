@@ -191,6 +191,10 @@ type Config struct {
 	// Aggregator configures the proxying to aggregated API servers
 	// (APIServices with a service).
 	Aggregator AggregatorOptions
+	// Authorization is the authorizer chain after system:masters, as
+	// kube-apiserver's --authorization-config or --authorization-mode
+	// (default: RBAC).
+	Authorization AuthorizationOptions
 	// EnforceCRDCompatibility refuses (422) every CRD change that breaks
 	// the deprecation policy or existing clients; by default they are
 	// Warning headers, and refused only for CRDs annotated

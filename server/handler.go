@@ -119,5 +119,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 	engine.Serve(w, r, info, res, ver)
 }
 
-// authorizer is the server's authorization: system:masters, then RBAC.
-func (s *Server) authorizer() auth.Chain { return auth.Chain{auth.Privileged{}, s.policy} }
+// authorizer is the server's authorization: system:masters, then the
+// configured chain (RBAC by default).
+func (s *Server) authorizer() auth.Authorizer { return s.authz }

@@ -48,6 +48,7 @@ type Server struct {
 	controllers *controllers
 	audit       *audit.Log
 	authn       *auth.Authenticator
+	authz       *auth.ConfiguredAuthorizer
 	tokens      *serviceaccount.Tokens
 	tls         *tlsSetup
 
@@ -175,6 +176,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.metrics = filters.NewMetrics()
 	s.metrics.Registry.MustRegister(budgetCollectors(s.budget)...)
+	if s.authz, err = s.newAuthorizer(runCtx); err != nil {
+		return nil, err
+	}
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port)))
 	if err != nil {

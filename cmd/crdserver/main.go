@@ -118,6 +118,7 @@ func run(args []string) error {
 	aggregator := aggregatorFlags(fs)
 	authn := addAuthnFlags(fs)
 	fs.Var(services, "webhook-service-address", "where a conversion webhook, admission webhook or APIService service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
+	authorization := authorizationFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -179,6 +180,7 @@ func run(args []string) error {
 		},
 	}
 	cfg.Authentication = authn.options(fs)
+	cfg.Authorization = authorization()
 	if *reqTimeout == 0 {
 		cfg.RequestTimeout = -1
 	}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 
 	"github.com/crdserver/crdserver/internal/request"
 )
@@ -63,6 +65,42 @@ func (c Chain) Authorize(ctx context.Context, a authorizer.Attributes) (authoriz
 	return authorizer.DecisionNoOpinion, reason, errors.Join(errs...)
 }
 
+// Named is an authorizer of a configured chain with its name.
+type Named struct {
+	Name string
+	Authorizer
+}
+
+// NamedChain asks each authorizer in turn, as kube-apiserver's union of
+// the configured authorizers does: the first that allows or denies
+// decides, with its own reason and error; when none does, the reasons are
+// each prefixed by their authorizer's name, one a line, and the errors
+// aggregated.
+type NamedChain []Named
+
+// Authorize implements authorizer.Authorizer.
+func (c NamedChain) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	var reasons []string
+	var errs []error
+	for _, z := range c {
+		d, reason, err := z.Authorize(ctx, a)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if reason != "" {
+			reasons = append(reasons, z.Name+": "+reason)
+		}
+		if d != authorizer.DecisionNoOpinion {
+			return d, reason, err
+		}
+	}
+	return authorizer.DecisionNoOpinion, strings.Join(reasons, "\n"), utilerrors.NewAggregate(errs)
+}
+
+// PrivilegedName is the name of Privileged in a NamedChain, as
+// kube-apiserver names it.
+const PrivilegedName = "kubernetes.io/system-privileged-group"
+
 // Attributes are what authorization looks at in a request.
 func Attributes(u user.Info, info *request.Info) authorizer.AttributesRecord {
 	a := authorizer.AttributesRecord{User: u, Verb: info.Verb, Path: info.Path}
@@ -78,54 +116,60 @@ func Attributes(u user.Info, info *request.Info) authorizer.AttributesRecord {
 	return a
 }
 
-// Forbidden is the 403 Kubernetes answers when a request is not allowed.
+// Forbidden is the 403 Kubernetes answers when a request is not allowed:
+// kube-apiserver's own message, with the authorizers' reason after it.
 func Forbidden(a authorizer.Attributes, reason string) *apierrors.StatusError {
-	name := ""
-	if u := a.GetUser(); u != nil {
-		name = u.GetName()
-	}
-	var msg string
-	switch {
-	case !a.IsResourceRequest():
-		msg = fmt.Sprintf("User %q cannot %s path %q", name, a.GetVerb(), a.GetPath())
-	default:
-		res := a.GetResource()
-		if a.GetSubresource() != "" {
-			res += "/" + a.GetSubresource()
-		}
-		if ns := a.GetNamespace(); ns != "" {
-			msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q in the namespace %q", name, a.GetVerb(), res, a.GetAPIGroup(), ns)
-		} else {
-			msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q at the cluster scope", name, a.GetVerb(), res, a.GetAPIGroup())
-		}
-	}
-	if reason != "" {
-		msg += ": " + reason
-	}
-	return apierrors.NewForbidden(schema.GroupResource{Group: a.GetAPIGroup(), Resource: a.GetResource()}, a.GetName(), errors.New(msg))
+	return responsewriters.ForbiddenStatusError(a, reason)
 }
 
-// WithAuthorization lets a request through only if z allows it.
+// WithAuthorization lets a request through only if z allows it. A
+// request not allowed whose authorizers failed (a webhook that did not
+// answer) is a 500, as kube-apiserver answers it; one refused is a 403
+// with the authorizers' reason. The request's context carries z for the
+// access reviews (AuthorizerFrom).
 func WithAuthorization(next http.Handler, z Authorizer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, _ := UserFrom(r.Context())
-		a := Attributes(u, request.InfoFrom(r.Context()))
-		d, reason, err := z.Authorize(r.Context(), a)
+		ctx := context.WithValue(r.Context(), authorizerKey{}, z)
+		r = r.WithContext(ctx)
+		u, _ := UserFrom(ctx)
+		a := Attributes(u, request.InfoFrom(ctx))
+		d, reason, err := z.Authorize(ctx, a)
 		if d == authorizer.DecisionAllow {
-			request.AddAuditAnnotation(r.Context(), "authorization.k8s.io/decision", "allow")
+			request.AddAuditAnnotation(ctx, "authorization.k8s.io/decision", "allow")
 			if reason != "" {
-				request.AddAuditAnnotation(r.Context(), "authorization.k8s.io/reason", reason)
+				request.AddAuditAnnotation(ctx, "authorization.k8s.io/reason", reason)
 			}
 			next.ServeHTTP(w, r)
 			return
 		}
-		request.AddAuditAnnotation(r.Context(), "authorization.k8s.io/decision", "forbid")
-		if reason != "" {
-			request.AddAuditAnnotation(r.Context(), "authorization.k8s.io/reason", reason)
+		if err != nil {
+			request.AddAuditAnnotation(ctx, "authorization.k8s.io/reason", "internal error")
+			internalError(w, r, err)
+			return
 		}
-		if err != nil && reason == "" {
-			reason = err.Error()
+		request.AddAuditAnnotation(ctx, "authorization.k8s.io/decision", "forbid")
+		if reason != "" {
+			request.AddAuditAnnotation(ctx, "authorization.k8s.io/reason", reason)
 		}
 		request.WriteError(w, r, Forbidden(a, reason))
 	})
+}
+
+// internalError is kube-apiserver's answer when authorization failed: a
+// plain-text 500, not a Status.
+func internalError(w http.ResponseWriter, r *http.Request, err error) {
+	http.Error(w, htmlEscaper.Replace(fmt.Sprintf("Internal Server Error: %q: %v", r.RequestURI, err)), http.StatusInternalServerError)
+}
+
+var htmlEscaper = strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&gt;")
+
+type authorizerKey struct{}
+
+// AuthorizerFrom is the authorizer that let the request in (the server's
+// whole chain), or def when there is none in ctx.
+func AuthorizerFrom(ctx context.Context, def Authorizer) Authorizer {
+	if z, ok := ctx.Value(authorizerKey{}).(Authorizer); ok {
+		return z
+	}
+	return def
 }

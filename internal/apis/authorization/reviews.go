@@ -1,16 +1,17 @@
 package authorization
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -26,8 +27,9 @@ import (
 // authentication.k8s.io's SelfSubjectReview (kubectl auth whoami) and
 // TokenReview (answered by the server's authenticator authn returns, nil
 // while there is none), and authorization.k8s.io's access and rules
-// reviews (kubectl auth can-i), answered by system:masters and the RBAC
-// roles in st. Nothing is stored.
+// reviews (kubectl auth can-i), answered by the server's authorization
+// chain the request went through (system:masters and the RBAC roles in st
+// without one). Nothing is stored.
 func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource.Resource {
 	authz := auth.Chain{auth.Privileged{}, st}
 	mk := func(group, plural, kind string, namespaced bool, serve func(w http.ResponseWriter, r *http.Request, info *request.Info, t request.Target, body []byte) (any, error)) *resource.Resource {
@@ -104,7 +106,7 @@ func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource
 				return nil, apierrors.NewInvalid(schema.GroupKind{Group: "authorization.k8s.io", Kind: "SelfSubjectAccessReview"}, "", errs)
 			}
 			u, _ := auth.UserFrom(r.Context())
-			rv.Status = decide(r, authz, u, rv.Spec.ResourceAttributes, rv.Spec.NonResourceAttributes)
+			rv.Status = decide(r, auth.AuthorizerFrom(r.Context(), authz), u, rv.Spec.ResourceAttributes, rv.Spec.NonResourceAttributes)
 			rv.APIVersion, rv.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
 			return rv, nil
 		}),
@@ -120,7 +122,7 @@ func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource
 			if len(errs) > 0 {
 				return nil, apierrors.NewInvalid(schema.GroupKind{Group: "authorization.k8s.io", Kind: "SubjectAccessReview"}, "", errs)
 			}
-			rv.Status = decide(r, authz, subject(rv.Spec), rv.Spec.ResourceAttributes, rv.Spec.NonResourceAttributes)
+			rv.Status = decide(r, auth.AuthorizerFrom(r.Context(), authz), subject(rv.Spec), rv.Spec.ResourceAttributes, rv.Spec.NonResourceAttributes)
 			rv.APIVersion, rv.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
 			return rv, nil
 		}),
@@ -145,7 +147,7 @@ func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource
 			if rv.Spec.ResourceAttributes.Namespace != info.Namespace {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.resourceAttributes.namespace must match namespace: %v", info.Namespace))
 			}
-			rv.Status = decide(r, authz, subject(rv.Spec), rv.Spec.ResourceAttributes, nil)
+			rv.Status = decide(r, auth.AuthorizerFrom(r.Context(), authz), subject(rv.Spec), rv.Spec.ResourceAttributes, nil)
 			rv.Namespace = info.Namespace
 			rv.APIVersion, rv.Kind = "authorization.k8s.io/v1", "LocalSubjectAccessReview"
 			return rv, nil
@@ -156,7 +158,15 @@ func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource
 				return nil, err
 			}
 			u, _ := auth.UserFrom(r.Context())
-			rules, errs := st.RulesFor(u, rv.Spec.Namespace)
+			var rules []rbacv1.PolicyRule
+			var errs []error
+			incomplete := false
+			if rr, ok := auth.AuthorizerFrom(r.Context(), authz).(rulesResolver); ok {
+				rules, incomplete, errs = rr.RulesFor(u, rv.Spec.Namespace)
+			} else {
+				rules, errs = st.RulesFor(u, rv.Spec.Namespace)
+				incomplete = len(errs) > 0
+			}
 			rv.Status = authorizationv1.SubjectRulesReviewStatus{ResourceRules: []authorizationv1.ResourceRule{}, NonResourceRules: []authorizationv1.NonResourceRule{}}
 			for _, rule := range rules {
 				if len(rule.NonResourceURLs) > 0 {
@@ -165,14 +175,20 @@ func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource
 					rv.Status.ResourceRules = append(rv.Status.ResourceRules, authorizationv1.ResourceRule{Verbs: rule.Verbs, APIGroups: rule.APIGroups, Resources: rule.Resources, ResourceNames: rule.ResourceNames})
 				}
 			}
+			rv.Status.Incomplete = incomplete
 			if len(errs) > 0 {
-				rv.Status.Incomplete = true
-				rv.Status.EvaluationError = errors.Join(errs...).Error()
+				rv.Status.EvaluationError = utilerrors.NewAggregate(errs).Error()
 			}
 			rv.APIVersion, rv.Kind = "authorization.k8s.io/v1", "SelfSubjectRulesReview"
 			return rv, nil
 		}),
 	}
+}
+
+// rulesResolver lists a user's rules through the server's whole
+// authorization chain.
+type rulesResolver interface {
+	RulesFor(u user.Info, namespace string) ([]rbacv1.PolicyRule, bool, []error)
 }
 
 // methodNotAllowed is Kubernetes' answer to a method a collection path
