@@ -7,6 +7,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/dynamic"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	flowcontrolv1client "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/crdserver/crdserver/internal/admission"
@@ -16,6 +17,7 @@ import (
 	"github.com/crdserver/crdserver/internal/controller/crdcleanup"
 	"github.com/crdserver/crdserver/internal/controller/crdconditions"
 	"github.com/crdserver/crdserver/internal/controller/crdnames"
+	"github.com/crdserver/crdserver/internal/controller/flowcontrol"
 	"github.com/crdserver/crdserver/internal/controller/garbagecollector"
 	"github.com/crdserver/crdserver/internal/controller/namespace"
 	"github.com/crdserver/crdserver/internal/controller/rootca"
@@ -43,6 +45,10 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 		return nil, err
 	}
 	coordination, err := coordinationv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	fc, err := flowcontrolv1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +82,7 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 			storagemigration.New(s.registry, s.builtin.Migrations, crds, dyn, s.log),
 			clusterroles.NewAggregator(s.builtin.ClusterRoles.Cache, dyn, s.log),
 			admission.TypeChecker{Admission: s.adm, Log: s.log},
+			flowcontrol.New(s.builtin.FlowSchemas, s.builtin.PriorityLevels, fc, s.log),
 		}
 		if s.tls != nil {
 			// The CA clients verify the server with, and the client CAs

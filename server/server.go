@@ -54,6 +54,7 @@ type Server struct {
 	engine   *resource.Handler
 	openapi  *openapi.Publisher
 	metrics  *filters.Metrics
+	apf      *filters.APF
 	adm      *admission.Admission
 	http     *http.Server
 	conns    connTracker
@@ -198,6 +199,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		MinRequestTimeout: cfg.MinRequestTimeout,
 		Stopping:          s.stopping,
 	}
+	if n := filters.APFConcurrency(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight); !cfg.DisablePriorityAndFairness && n > 0 {
+		if s.apf, err = filters.NewAPF(loop, n, s.registry.Index); err != nil {
+			return nil, fmt.Errorf("priority and fairness: %w", err)
+		}
+	}
 	if s.handler, err = s.buildHandler(); err != nil {
 		return nil, err
 	}
@@ -227,6 +233,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.adm.Start(runCtx); err != nil {
 		_ = s.http.Close()
 		return nil, fmt.Errorf("start admission: %w", err)
+	}
+	if s.apf != nil {
+		go s.apf.Run(runCtx)
 	}
 	if s.controllers, err = s.startControllers(ctx, runCtx, loop); err != nil {
 		_ = s.http.Close()
