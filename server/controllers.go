@@ -56,6 +56,14 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 	// namespaces and the default RBAC policy, written at the same time (the
 	// roles in kube-system once it exists).
 	c := &controllers{}
+	if s.apf != nil {
+		// API Priority and Fairness follows its configuration.
+		c.running.Add(1)
+		go func() {
+			defer c.running.Done()
+			s.apf.Run(runCtx)
+		}()
+	}
 	c.running.Add(1)
 	go func() {
 		defer c.running.Done()

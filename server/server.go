@@ -234,9 +234,6 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.http.Close()
 		return nil, fmt.Errorf("start admission: %w", err)
 	}
-	if s.apf != nil {
-		go s.apf.Run(runCtx)
-	}
 	if s.controllers, err = s.startControllers(ctx, runCtx, loop); err != nil {
 		_ = s.http.Close()
 		return nil, fmt.Errorf("start controllers: %w", err)

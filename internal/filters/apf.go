@@ -2,6 +2,7 @@ package filters
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ import (
 // its configuration through informers on the server's own loopback
 // client.
 type APF struct {
+	gate      *clientGate
 	ctl       utilflowcontrol.Interface
 	factory   informers.SharedInformerFactory
 	estimator fcrequest.WorkEstimatorFunc
@@ -66,12 +68,15 @@ var registerAPFMetrics sync.Once
 // the server's loopback client config; index gives what the server serves
 // (for the cost of lists, by the number and size of their objects).
 func NewAPF(loop *rest.Config, concurrency int, index func() *registry.Index) (*APF, error) {
+	gate := &clientGate{}
+	loop = rest.CopyConfig(loop)
+	loop.Wrap(func(rt http.RoundTripper) http.RoundTripper { gate.next = rt; return gate })
 	clients, err := kubernetes.NewForConfig(loop)
 	if err != nil {
 		return nil, err
 	}
 	registerAPFMetrics.Do(fcmetrics.Register)
-	a := &APF{factory: informers.NewSharedInformerFactory(clients, 0), stats: &objectStats{index: index, seen: map[string]statsEntry{}}}
+	a := &APF{gate: gate, factory: informers.NewSharedInformerFactory(clients, 0), stats: &objectStats{index: index, seen: map[string]statsEntry{}}}
 	a.ctl = utilflowcontrol.New(a.factory, clients.FlowcontrolV1(), concurrency)
 	a.estimator = fcrequest.NewWorkEstimator(a.stats.get, a.ctl.GetInterestedWatchCount, fcrequest.DefaultWorkEstimatorConfig(), a.ctl.GetMaxSeats)
 	a.debug = mux.NewPathRecorderMux("apf")
@@ -79,14 +84,47 @@ func NewAPF(loop *rest.Config, concurrency int, index func() *registry.Index) (*
 	return a, nil
 }
 
-// Run follows the configuration until ctx ends.
+// Run follows the configuration until ctx ends, and returns once the
+// requests of its own client (status updates) are done.
 func (a *APF) Run(ctx context.Context) {
 	a.factory.Start(ctx.Done())
 	genericfilters.StartPriorityAndFairnessWatermarkMaintenance(ctx.Done())
 	go func() { _ = a.ctl.Run(ctx.Done()) }()
 	<-ctx.Done()
+	a.gate.close()
 	a.factory.Shutdown()
 }
+
+// clientGate passes the requests of APF's own client until closed, and
+// refuses them after: close waits for those in flight, so that none
+// reaches a server that is stopping.
+type clientGate struct {
+	next    http.RoundTripper
+	mu      sync.Mutex
+	closed  bool
+	running sync.WaitGroup
+}
+
+func (g *clientGate) RoundTrip(r *http.Request) (*http.Response, error) {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil, errAPFStopped
+	}
+	g.running.Add(1)
+	g.mu.Unlock()
+	defer g.running.Done()
+	return g.next.RoundTrip(r)
+}
+
+func (g *clientGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.running.Wait()
+}
+
+var errAPFStopped = errors.New("priority and fairness has stopped")
 
 // ServeDebug serves the APFDebugPaths.
 func (a *APF) ServeDebug(w http.ResponseWriter, r *http.Request) { a.debug.ServeHTTP(w, r) }
