@@ -175,6 +175,12 @@ type Config struct {
 	// read-only and the mutating requests served at once (watches and
 	// system:masters not counted; defaults 400 and 200; negative: no limit).
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// DisablePriorityAndFairness turns API Priority and Fairness off (as
+	// kube-apiserver's --enable-priority-and-fairness=false): the two
+	// limits above then bound requests by themselves. With it on (the
+	// default), their sum is the seats FlowSchemas and
+	// PriorityLevelConfigurations share out.
+	DisablePriorityAndFairness bool
 	// RequestTimeout ends requests other than watches with 504 (default
 	// 60 seconds; negative: none).
 	RequestTimeout time.Duration

@@ -7,6 +7,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/dynamic"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	flowcontrolv1client "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/crdserver/crdserver/internal/admission"
@@ -17,6 +18,7 @@ import (
 	"github.com/crdserver/crdserver/internal/controller/crdcleanup"
 	"github.com/crdserver/crdserver/internal/controller/crdconditions"
 	"github.com/crdserver/crdserver/internal/controller/crdnames"
+	"github.com/crdserver/crdserver/internal/controller/flowcontrol"
 	"github.com/crdserver/crdserver/internal/controller/garbagecollector"
 	"github.com/crdserver/crdserver/internal/controller/namespace"
 	"github.com/crdserver/crdserver/internal/controller/rootca"
@@ -47,10 +49,22 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 	if err != nil {
 		return nil, err
 	}
+	fc, err := flowcontrolv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	// What every replica does (kube-apiserver does it on each): the system
 	// namespaces and the default RBAC policy, written at the same time (the
 	// roles in kube-system once it exists).
 	c := &controllers{}
+	if s.apf != nil {
+		// API Priority and Fairness follows its configuration.
+		c.running.Add(1)
+		go func() {
+			defer c.running.Done()
+			s.apf.Run(runCtx)
+		}()
+	}
 	c.running.Add(1)
 	go func() {
 		defer c.running.Done()
@@ -79,6 +93,7 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 			admission.TypeChecker{Admission: s.adm, Log: s.log},
 			apiservice.NewLocal(s.registry, s.builtin.APIServices, dyn, s.log),
 			apiservice.NewAvailable(s.builtin.APIServices, s.agg, dyn, s.cfg.Aggregator.AvailabilityRecheck, s.log),
+			flowcontrol.New(s.builtin.FlowSchemas, s.builtin.PriorityLevels, fc, s.log),
 		}
 		if s.tls != nil {
 			// The CA clients verify the server with, and the client CAs

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/crdserver/crdserver/internal/audit"
@@ -17,8 +18,8 @@ import (
 // buildHandler assembles the filter chain around the router. Filters run
 // outermost first: recovery, request info, metrics, the request timeout
 // (which serves on a goroutine of its own), stack room, authentication,
-// audit, impersonation, in-flight limits, authorization,
-// compression. It reads the server's parts and sets none.
+// audit, impersonation, priority and fairness (or in-flight limits),
+// authorization, compression. It reads the server's parts and sets none.
 func (s *Server) buildHandler() (http.Handler, error) {
 	h, err := s.router()
 	if err != nil {
@@ -27,7 +28,11 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	authz := s.authorizer()
 	h = filters.WithCompression(h)
 	h = auth.WithAuthorization(h, authz)
-	h = filters.WithMaxInFlight(h, s.cfg.MaxRequestsInFlight, s.cfg.MaxMutatingRequestsInFlight)
+	if s.apf != nil {
+		h = s.apf.WithPriorityAndFairness(h, s.cfg.RequestTimeout)
+	} else {
+		h = filters.WithMaxInFlight(h, s.cfg.MaxRequestsInFlight, s.cfg.MaxMutatingRequestsInFlight)
+	}
 	h = auth.WithImpersonation(h, authz)
 	h = audit.WithAudit(h, s.audit)
 	h = auth.WithAuthentication(h, s.authn)
@@ -43,7 +48,11 @@ func (s *Server) buildHandler() (http.Handler, error) {
 // OpenAPI, health and metrics.
 func (s *Server) router() (http.Handler, error) {
 	disc := &discovery.Handler{Registry: s.registry, Version: Version(), Aggregated: s.agg}
-	engine, oapi, metrics, agg := s.engine, s.openapi, s.metrics, s.agg
+	engine, oapi, agg := s.engine, s.openapi, s.agg
+	metrics := s.metrics.Handler()
+	if s.apf != nil {
+		metrics = s.metrics.HandlerWithAPF()
+	}
 	livez, readyz, healthz := s.healthEndpoints()
 	oidcConfig, jwks, err := s.tokens.Discovery(s.url + serviceaccount.JWKSPath)
 	if err != nil {
@@ -65,7 +74,7 @@ func (s *Server) router() (http.Handler, error) {
 		case p == "/version" || p == "/version/":
 			disc.ServeVersion(w, r)
 		case p == "/metrics":
-			metrics.Handler().ServeHTTP(w, r)
+			metrics.ServeHTTP(w, r)
 		case p == "/livez" || strings.HasPrefix(p, "/livez/"):
 			livez.ServeHTTP(w, r)
 		case p == "/readyz" || strings.HasPrefix(p, "/readyz/"):
@@ -76,6 +85,8 @@ func (s *Server) router() (http.Handler, error) {
 			oidcConfig.ServeHTTP(w, r)
 		case p == serviceaccount.JWKSPath || p == serviceaccount.JWKSPath+"/":
 			jwks.ServeHTTP(w, r)
+		case s.apf != nil && slices.Contains(filters.APFDebugPaths, p):
+			s.apf.ServeDebug(w, r)
 		case (p == "/debug" || strings.HasPrefix(p, "/debug/")) && s.cfg.Debug != nil:
 			s.cfg.Debug.ServeHTTP(w, r)
 		case p == "/openapi/v2" || p == "/openapi/v3" || strings.HasPrefix(p, "/openapi/v3/"):

@@ -56,6 +56,7 @@ type Server struct {
 	engine   *resource.Handler
 	openapi  *openapi.Publisher
 	metrics  *filters.Metrics
+	apf      *filters.APF
 	adm      *admission.Admission
 	agg      *aggregator.Aggregator
 	http     *http.Server
@@ -210,6 +211,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Log:               s.log,
 		MinRequestTimeout: cfg.MinRequestTimeout,
 		Stopping:          s.stopping,
+	}
+	if n := filters.APFConcurrency(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight); !cfg.DisablePriorityAndFairness && n > 0 {
+		if s.apf, err = filters.NewAPF(loop, n, s.registry.Index); err != nil {
+			return nil, fmt.Errorf("priority and fairness: %w", err)
+		}
 	}
 	if s.handler, err = s.buildHandler(); err != nil {
 		return nil, err

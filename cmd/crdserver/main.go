@@ -90,6 +90,7 @@ func run(args []string) error {
 		tlsSANs       = listFlag{}
 		maxInFlight   = fs.Int("max-requests-inflight", 400, "read-only requests served at once before 429 (watches and system:masters not counted; 0: no limit)")
 		maxMutating   = fs.Int("max-mutating-requests-inflight", 200, "mutating requests served at once before 429 (0: no limit)")
+		enableAPF     = priorityAndFairnessFlag(fs)
 		leaseDur      = fs.Duration("leader-elect-lease-duration", 10*time.Second, "how long replicas wait for a controller leader that stopped renewing its lease before one of them takes over")
 		renewDead     = fs.Duration("leader-elect-renew-deadline", 7*time.Second, "how long the leader tries to renew its lease before it stops leading")
 		retryPeriod   = fs.Duration("leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the controller lease")
@@ -165,6 +166,7 @@ func run(args []string) error {
 		TLSSANs:                     tlsSANs,
 		MaxRequestsInFlight:         orNoLimit(*maxInFlight),
 		MaxMutatingRequestsInFlight: orNoLimit(*maxMutating),
+		DisablePriorityAndFairness:  !*enableAPF,
 		RequestTimeout:              *reqTimeout,
 		LeaderElection:              server.LeaderElectionOptions{LeaseDuration: *leaseDur, RenewDeadline: *renewDead, RetryPeriod: *retryPeriod},
 		EventTTL:                    *eventTTL,

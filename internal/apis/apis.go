@@ -1,7 +1,7 @@
 // Package apis registers every built-in API crdserver serves, in one
 // place. Each group lives in its own package (core, events, rbac,
-// authorization, admissionregistration, coordination, apiextensions,
-// apiregistration, storagemigration) with its strategy, table and validation; the engine
+// authorization, admissionregistration, coordination, flowcontrol,
+// apiextensions, apiregistration, storagemigration) with its strategy, table and validation; the engine
 // (package resource) knows none of them by name.
 package apis
 
@@ -17,6 +17,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	svmv1 "k8s.io/api/storagemigration/v1"
 	svmv1beta1 "k8s.io/api/storagemigration/v1beta1"
@@ -34,6 +35,7 @@ import (
 	"github.com/crdserver/crdserver/internal/apis/coordination"
 	"github.com/crdserver/crdserver/internal/apis/core"
 	"github.com/crdserver/crdserver/internal/apis/events"
+	"github.com/crdserver/crdserver/internal/apis/flowcontrol"
 	"github.com/crdserver/crdserver/internal/apis/rbac"
 	"github.com/crdserver/crdserver/internal/apis/storagemigration"
 	"github.com/crdserver/crdserver/internal/request"
@@ -53,6 +55,8 @@ type Builtin struct {
 	// APIServices are apiregistration.k8s.io APIServices (the
 	// aggregator's).
 	APIServices *resource.Resource
+	// FlowSchemas and PriorityLevels configure API Priority and Fairness.
+	FlowSchemas, PriorityLevels *resource.Resource
 	// AdmissionRegistration are the webhook configurations and the
 	// admission policies and their bindings.
 	AdmissionRegistration *admissionregistration.Resources
@@ -66,7 +70,7 @@ type Builtin struct {
 	// All is every built-in resource, in the order of kube-apiserver's
 	// discovery (its group priorities): core, apiregistration, events, authentication,
 	// authorization, rbac, admissionregistration, apiextensions,
-	// coordination, storagemigration.
+	// coordination, flowcontrol, storagemigration.
 	All []*resource.Resource
 }
 
@@ -105,7 +109,7 @@ type CRDChecks struct {
 func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o Options) *Builtin {
 	protobufOnce.Do(func() {
 		if err := request.AddProtobufTypes(corev1.AddToScheme, eventsv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme,
-			rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, coordinationv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme, apiregistration.AddToScheme); err != nil {
+			rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, coordinationv1.AddToScheme, flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme, apiregistration.AddToScheme); err != nil {
 			panic(err)
 		}
 	})
@@ -126,6 +130,8 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 		Migrations:            storagemigration.Migrations(newCache(storagemigration.Prefix)),
 		APIServices:           apiregistration.APIServices(newCache(apiregistration.Prefix)),
 		RBAC:                  rbac.Resources(newCache, policy),
+		FlowSchemas:           flowcontrol.FlowSchemas(newCache(flowcontrol.FlowSchemaPrefix)),
+		PriorityLevels:        flowcontrol.PriorityLevels(newCache(flowcontrol.PriorityLevelPrefix)),
 	}
 	var tokens *core.TokenRequests
 	saCache := newCache(core.ServiceAccountPrefix)
@@ -151,7 +157,7 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 	b.All = append(b.All, authorization.Reviews(policy, authn)...)
 	b.All = append(b.All, b.RBAC...)
 	b.All = append(b.All, b.AdmissionRegistration.All()...)
-	b.All = append(b.All, b.CRDs, b.Leases, b.Migrations, b.ConversionRules)
+	b.All = append(b.All, b.CRDs, b.Leases, b.FlowSchemas, b.PriorityLevels, b.Migrations, b.ConversionRules)
 	return b
 }
 
@@ -177,19 +183,21 @@ func (b *Builtin) Caches() []*store.Cache {
 // are stored, and the resource each holds (both Event APIs store core
 // Events).
 var keyResources = map[string]schema.GroupResource{
-	core.NamespacePrefix:          {Resource: "namespaces"},
-	core.ConfigMapPrefix:          {Resource: "configmaps"},
-	core.SecretPrefix:             {Resource: "secrets"},
-	core.ServiceAccountPrefix:     {Resource: "serviceaccounts"},
-	core.EventPrefix:              {Resource: "events"},
-	coordination.LeasePrefix:      {Group: coordinationv1.GroupName, Resource: "leases"},
-	apiextensions.CRDPrefix:       {Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"},
-	storagemigration.Prefix:       {Group: svmv1.GroupName, Resource: "storageversionmigrations"},
-	apiregistration.Prefix:        {Group: apiregistration.Group, Resource: "apiservices"},
-	rbac.ClusterRolePrefix:        {Group: rbacv1.GroupName, Resource: "clusterroles"},
-	rbac.RolePrefix:               {Group: rbacv1.GroupName, Resource: "roles"},
-	rbac.ClusterRoleBindingPrefix: {Group: rbacv1.GroupName, Resource: "clusterrolebindings"},
-	rbac.RoleBindingPrefix:        {Group: rbacv1.GroupName, Resource: "rolebindings"},
+	core.NamespacePrefix:            {Resource: "namespaces"},
+	core.ConfigMapPrefix:            {Resource: "configmaps"},
+	core.SecretPrefix:               {Resource: "secrets"},
+	core.ServiceAccountPrefix:       {Resource: "serviceaccounts"},
+	core.EventPrefix:                {Resource: "events"},
+	coordination.LeasePrefix:        {Group: coordinationv1.GroupName, Resource: "leases"},
+	apiextensions.CRDPrefix:         {Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"},
+	storagemigration.Prefix:         {Group: svmv1.GroupName, Resource: "storageversionmigrations"},
+	apiregistration.Prefix:          {Group: apiregistration.Group, Resource: "apiservices"},
+	flowcontrol.FlowSchemaPrefix:    {Group: flowcontrolv1.GroupName, Resource: "flowschemas"},
+	flowcontrol.PriorityLevelPrefix: {Group: flowcontrolv1.GroupName, Resource: "prioritylevelconfigurations"},
+	rbac.ClusterRolePrefix:          {Group: rbacv1.GroupName, Resource: "clusterroles"},
+	rbac.RolePrefix:                 {Group: rbacv1.GroupName, Resource: "roles"},
+	rbac.ClusterRoleBindingPrefix:   {Group: rbacv1.GroupName, Resource: "clusterrolebindings"},
+	rbac.RoleBindingPrefix:          {Group: rbacv1.GroupName, Resource: "rolebindings"},
 
 	admissionregistration.ValidatingWebhookConfigurationPrefix:   {Group: admissionregistrationv1.GroupName, Resource: "validatingwebhookconfigurations"},
 	admissionregistration.MutatingWebhookConfigurationPrefix:     {Group: admissionregistrationv1.GroupName, Resource: "mutatingwebhookconfigurations"},

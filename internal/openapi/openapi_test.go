@@ -167,6 +167,7 @@ func TestRootListsBuiltinDocuments(t *testing.T) {
 		"apis/admissionregistration.k8s.io", "apis/admissionregistration.k8s.io/v1",
 		"apis/apiextensions.k8s.io", "apis/apiextensions.k8s.io/v1",
 		"apis/coordination.k8s.io", "apis/coordination.k8s.io/v1",
+		"apis/flowcontrol.apiserver.k8s.io", "apis/flowcontrol.apiserver.k8s.io/v1",
 		"apis/storagemigration.k8s.io", "apis/storagemigration.k8s.io/v1", "apis/storagemigration.k8s.io/v1beta1",
 		"apis/conversion.crdserver.io", "apis/conversion.crdserver.io/v1alpha1",
 		"apis/apiregistration.k8s.io", "apis/apiregistration.k8s.io/v1",

@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	svmv1 "k8s.io/api/storagemigration/v1"
 	svmv1beta1 "k8s.io/api/storagemigration/v1beta1"
@@ -33,6 +34,7 @@ var builtinScheme = sync.OnceValue(func() *runtime.Scheme {
 		rbacv1.AddToScheme,
 		admissionregistrationv1.AddToScheme,
 		coordinationv1.AddToScheme,
+		flowcontrolv1.AddToScheme,
 		svmv1.AddToScheme,
 		svmv1beta1.AddToScheme,
 		apiextensionsv1.AddToScheme,
