@@ -282,6 +282,10 @@ func TestAPIServiceAPI(t *testing.T) {
 	if c := helper.GetAPIServiceConditionByType(created, apiregistrationv1.Available); c != nil && c.Reason == "Mine" {
 		t.Fatalf("the status sent on create was kept: %+v", c)
 	}
+	list, err := agg.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + wardleName})
+	if err != nil || len(list.Items) != 1 || list.Items[0].UID != created.UID {
+		t.Fatalf("list: %v %+v", err, list)
+	}
 	// Its service is not where services are listed.
 	cond := waitAvailable(t, ctx, aggregatorclient.NewForConfigOrDie(e.cfg), wardleName, apiregistrationv1.ConditionFalse, "ServiceNotFound")
 	if cond.Message != `service/api in "default" is not present` {
