@@ -515,6 +515,32 @@ func TestAuthorizationNode(t *testing.T) {
 	}
 }
 
+// TestAuthorizationDefaultRBAC: without configuration the chain is RBAC,
+// named "rbac" in reasons; a binding to a missing role is an error in the
+// reasons and in a rules review, which stays complete (kube-apiserver
+// v1.37's answers).
+func TestAuthorizationDefaultRBAC(t *testing.T) {
+	e := start(t)
+	_, err := e.kube.RbacV1().ClusterRoleBindings().Create(e.ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "authz-probe"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "authz-nope"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "authz-u1"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reason := `rbac: RBAC: clusterrole.rbac.authorization.k8s.io "authz-nope" not found`
+	e.eventually(func() bool { return e.sar("authz-u1").Reason == reason })
+	forbidden(t, e.listConfigMaps("authz-u1"), cmForbidden("authz-u1", reason))
+	ssrr, err := e.as("authz-u1").AuthorizationV1().SelfSubjectRulesReviews().Create(e.ctx, &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "default"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ssrr.Status.Incomplete || ssrr.Status.EvaluationError != `clusterrole.rbac.authorization.k8s.io "authz-nope" not found` {
+		t.Fatalf("rules review status: incomplete %v, evaluationError %q", ssrr.Status.Incomplete, ssrr.Status.EvaluationError)
+	}
+}
+
 // TestAuthorizationRefused: configurations kube-apiserver refuses at
 // start are refused with its messages.
 func TestAuthorizationRefused(t *testing.T) {
