@@ -298,6 +298,14 @@ func TestAuthorizationConfigWebhookThenRBAC(t *testing.T) {
 		t.Fatalf("the webhook was asked %d more times within its TTL", n-before)
 	}
 
+	// RBAC's escalation check asks the whole chain: the webhook lets
+	// alice escalate, so she may write a role granting what RBAC never
+	// gave her.
+	if _, err := e.as("web-alice").RbacV1().ClusterRoles().Create(e.ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "by-alice"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("web-alice, allowed to escalate by the webhook: %v", err)
+	}
+
 	// SubjectAccessReviews go through the same chain.
 	wantStatus(t, e.sar("web-alice"), authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: "alice may do anything"})
 	wantStatus(t, e.sar("web-mallory"), authorizationv1.SubjectAccessReviewStatus{Denied: true, Reason: "mallory is banned"})
