@@ -298,6 +298,14 @@ func TestAuthorizationConfigWebhookThenRBAC(t *testing.T) {
 		t.Fatalf("the webhook was asked %d more times within its TTL", n-before)
 	}
 
+	// RBAC's escalation check asks the whole chain: the webhook lets
+	// alice escalate, so she may write a role granting what RBAC never
+	// gave her.
+	if _, err := e.as("web-alice").RbacV1().ClusterRoles().Create(e.ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "by-alice"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("web-alice, allowed to escalate by the webhook: %v", err)
+	}
+
 	// SubjectAccessReviews go through the same chain.
 	wantStatus(t, e.sar("web-alice"), authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: "alice may do anything"})
 	wantStatus(t, e.sar("web-mallory"), authorizationv1.SubjectAccessReviewStatus{Denied: true, Reason: "mallory is banned"})
@@ -512,6 +520,32 @@ func TestAuthorizationNode(t *testing.T) {
 		if got := review(c.user, c.ra); got != c.want {
 			t.Errorf("%s %+v: %+v, want %+v", c.user, c.ra, got, c.want)
 		}
+	}
+}
+
+// TestAuthorizationDefaultRBAC: without configuration the chain is RBAC,
+// named "rbac" in reasons; a binding to a missing role is an error in the
+// reasons and in a rules review, which stays complete (kube-apiserver
+// v1.37's answers).
+func TestAuthorizationDefaultRBAC(t *testing.T) {
+	e := start(t)
+	_, err := e.kube.RbacV1().ClusterRoleBindings().Create(e.ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "authz-probe"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "authz-nope"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "authz-u1"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reason := `rbac: RBAC: clusterrole.rbac.authorization.k8s.io "authz-nope" not found`
+	e.eventually(func() bool { return e.sar("authz-u1").Reason == reason })
+	forbidden(t, e.listConfigMaps("authz-u1"), cmForbidden("authz-u1", reason))
+	ssrr, err := e.as("authz-u1").AuthorizationV1().SelfSubjectRulesReviews().Create(e.ctx, &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "default"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ssrr.Status.Incomplete || ssrr.Status.EvaluationError != `clusterrole.rbac.authorization.k8s.io "authz-nope" not found` {
+		t.Fatalf("rules review status: incomplete %v, evaluationError %q", ssrr.Status.Incomplete, ssrr.Status.EvaluationError)
 	}
 }
 

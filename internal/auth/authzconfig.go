@@ -415,10 +415,11 @@ func (c *ConfiguredAuthorizer) RulesFor(u user.Info, namespace string) (rules []
 	for _, named := range c.current.Load().chain[1:] {
 		switch z := named.Authorizer.(type) {
 		case RuleLister:
+			// RBAC's errors (a role bound but missing) leave its
+			// list complete, as in Kubernetes.
 			r, e := z.RulesFor(u, namespace)
 			rules = append(rules, r...)
 			errs = append(errs, e...)
-			incomplete = incomplete || len(e) > 0
 		case *webhook.WebhookAuthorizer:
 			incomplete = true
 			errs = append(errs, errors.New("webhook authorizer does not support user rule resolution"))

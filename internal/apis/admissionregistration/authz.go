@@ -61,7 +61,7 @@ func (a *paramAuthorizer) authorizeParamKind(ctx context.Context, pk *admissionv
 			res = r
 		}
 	}
-	d, _, err := a.authz.Authorize(ctx, authorizer.AttributesRecord{User: u, Verb: "get", ResourceRequest: true,
+	d, _, err := auth.AuthorizerFrom(ctx, a.authz).Authorize(ctx, authorizer.AttributesRecord{User: u, Verb: "get", ResourceRequest: true,
 		Name: "*", Namespace: "*", APIGroup: group, APIVersion: version, Resource: res})
 	switch {
 	case err != nil:
@@ -103,7 +103,7 @@ func (a *paramAuthorizer) authorizeParamRef(ctx context.Context, policyName stri
 	if ref.Name == "" {
 		verb = "list"
 	}
-	d, _, err := a.authz.Authorize(ctx, authorizer.AttributesRecord{User: u, Verb: verb, ResourceRequest: true,
+	d, _, err := auth.AuthorizerFrom(ctx, a.authz).Authorize(ctx, authorizer.AttributesRecord{User: u, Verb: verb, ResourceRequest: true,
 		Name: ref.Name, Namespace: ref.Namespace, APIGroup: group, APIVersion: version, Resource: res})
 	if err != nil {
 		if mutating {

@@ -165,7 +165,6 @@ func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource
 				rules, incomplete, errs = rr.RulesFor(u, rv.Spec.Namespace)
 			} else {
 				rules, errs = st.RulesFor(u, rv.Spec.Namespace)
-				incomplete = len(errs) > 0
 			}
 			rv.Status = authorizationv1.SubjectRulesReviewStatus{ResourceRules: []authorizationv1.ResourceRule{}, NonResourceRules: []authorizationv1.NonResourceRule{}}
 			for _, rule := range rules {
