@@ -135,7 +135,11 @@ func start(dir string, o Options) (srv *Server, err error) {
 	crds = append(crds, o.CRDs...)
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
-	cfg := server.Config{DataDir: dir, EtcdNoFsync: true, ShutdownTimeout: 5 * time.Second}
+	// API Priority and Fairness is off, as a test's few clients need no
+	// fairness: its configuration controller's informers and status writes
+	// would make each server slower to start and stop. Options.Server can
+	// turn it on.
+	cfg := server.Config{DataDir: dir, EtcdNoFsync: true, ShutdownTimeout: 5 * time.Second, DisablePriorityAndFairness: true}
 	if o.Server != nil {
 		o.Server(&cfg)
 	}

@@ -29,7 +29,7 @@ import (
 // The mandatory and suggested configuration is in place, and the mandatory
 // objects come back when deleted or changed.
 func TestPriorityAndFairnessConfiguration(t *testing.T) {
-	e := start(t)
+	e := start(t, withAPF)
 	fc := e.kube.FlowcontrolV1()
 	eventually(t, e.ctx, "bootstrap configuration", func() (bool, error) {
 		for _, pl := range append(bootstrap.MandatoryPriorityLevelConfigurations, bootstrap.SuggestedPriorityLevelConfigurations...) {
@@ -132,7 +132,7 @@ func TestPriorityAndFairnessConfiguration(t *testing.T) {
 // Invalid objects are refused with Kubernetes' messages (taken from
 // kube-apiserver 1.37).
 func TestPriorityAndFairnessValidation(t *testing.T) {
-	e := start(t)
+	e := start(t, withAPF)
 	tests := []struct{ body, want string }{
 		{`{"apiVersion":"flowcontrol.apiserver.k8s.io/v1","kind":"PriorityLevelConfiguration","metadata":{"name":"bad"},"spec":{"exempt":{"nominalConcurrencyShares":-1},"limited":{"limitResponse":{"queuing":{"queues":0}}}}}`,
 			`PriorityLevelConfiguration.flowcontrol.apiserver.k8s.io "bad" is invalid: [spec.exempt: Forbidden, spec.limited: Forbidden, spec.type: Required value, spec.limited.limitResponse.queuing: Forbidden, spec.limited.limitResponse.type: Required value]`},
@@ -217,7 +217,7 @@ func startBlockingWebhook(t *testing.T) *blockingWebhook {
 // level; the metrics count the rejection; the debug dumps show the level.
 func TestPriorityAndFairnessRejects(t *testing.T) {
 	// 100 seats in all: the test level's 1 share of 246 is one seat.
-	e := start(t, func(c *server.Config) { c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight = 100, -1 })
+	e := start(t, withAPF, func(c *server.Config) { c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight = 100, -1 })
 	fc := e.kube.FlowcontrolV1()
 	pl, err := fc.PriorityLevelConfigurations().Create(e.ctx, &flowcontrolv1.PriorityLevelConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "one-seat"},
@@ -354,7 +354,7 @@ func TestPriorityAndFairnessRejects(t *testing.T) {
 // A FlowSchema naming a level that does not exist is Dangling until the
 // level is made.
 func TestPriorityAndFairnessDangling(t *testing.T) {
-	e := start(t)
+	e := start(t, withAPF)
 	fc := e.kube.FlowcontrolV1()
 	if _, err := fc.FlowSchemas().Create(e.ctx, &flowcontrolv1.FlowSchema{
 		ObjectMeta: metav1.ObjectMeta{Name: "dangling"},
@@ -409,3 +409,7 @@ func TestPriorityAndFairnessOff(t *testing.T) {
 		t.Errorf("dump with APF off: %d", r.code)
 	}
 }
+
+// withAPF turns API Priority and Fairness on (crdtest's servers have it
+// off).
+func withAPF(c *server.Config) { c.DisablePriorityAndFairness = false }
