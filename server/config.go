@@ -184,6 +184,9 @@ type Config struct {
 	EncryptionProviderConfig string
 	// ServiceAccounts configures ServiceAccount tokens.
 	ServiceAccounts ServiceAccountOptions
+	// Aggregator configures the proxying to aggregated API servers
+	// (APIServices with a service).
+	Aggregator AggregatorOptions
 	// EnforceCRDCompatibility refuses (422) every CRD change that breaks
 	// the deprecation policy or existing clients; by default they are
 	// Warning headers, and refused only for CRDs annotated

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crdserver/crdserver/internal/admission"
 	"github.com/crdserver/crdserver/internal/controller"
+	"github.com/crdserver/crdserver/internal/controller/apiservice"
 	"github.com/crdserver/crdserver/internal/controller/authinfo"
 	"github.com/crdserver/crdserver/internal/controller/clusterroles"
 	"github.com/crdserver/crdserver/internal/controller/crdcleanup"
@@ -76,6 +77,8 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 			storagemigration.New(s.registry, s.builtin.Migrations, crds, dyn, s.log),
 			clusterroles.NewAggregator(s.builtin.ClusterRoles.Cache, dyn, s.log),
 			admission.TypeChecker{Admission: s.adm, Log: s.log},
+			apiservice.NewLocal(s.registry, s.builtin.APIServices, dyn, s.log),
+			apiservice.NewAvailable(s.builtin.APIServices, s.agg, dyn, s.cfg.Aggregator.AvailabilityRecheck, s.log),
 		}
 		if s.tls != nil {
 			// The CA clients verify the server with, and the client CAs

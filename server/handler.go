@@ -42,14 +42,19 @@ func (s *Server) buildHandler() (http.Handler, error) {
 // router sends resource requests to the engine and the rest to discovery,
 // OpenAPI, health and metrics.
 func (s *Server) router() (http.Handler, error) {
-	disc := &discovery.Handler{Registry: s.registry, Version: Version()}
-	engine, oapi, metrics := s.engine, s.openapi, s.metrics
+	disc := &discovery.Handler{Registry: s.registry, Version: Version(), Aggregated: s.agg}
+	engine, oapi, metrics, agg := s.engine, s.openapi, s.metrics, s.agg
 	livez, readyz, healthz := s.healthEndpoints()
 	oidcConfig, jwks, err := s.tokens.Discovery(s.url + serviceaccount.JWKSPath)
 	if err != nil {
 		return nil, err
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// An APIService with a service takes its group/version, whatever
+		// this server serves there.
+		if agg.ServeHTTP(w, r) {
+			return
+		}
 		info := request.InfoFrom(r.Context())
 		if info.IsResourceRequest {
 			s.serveResource(w, r, info, engine)
@@ -74,7 +79,9 @@ func (s *Server) router() (http.Handler, error) {
 		case (p == "/debug" || strings.HasPrefix(p, "/debug/")) && s.cfg.Debug != nil:
 			s.cfg.Debug.ServeHTTP(w, r)
 		case p == "/openapi/v2" || p == "/openapi/v3" || strings.HasPrefix(p, "/openapi/v3/"):
-			oapi.ServeHTTP(w, r)
+			if !agg.ServeOpenAPI(w, r) {
+				oapi.ServeHTTP(w, r)
+			}
 		case strings.HasPrefix(p, "/api"):
 			// Discovery reflects every CRD change made before the request,
 			// whichever replica made it.

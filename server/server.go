@@ -17,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/crdserver/crdserver/internal/admission"
+	"github.com/crdserver/crdserver/internal/aggregator"
 	"github.com/crdserver/crdserver/internal/apis"
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
 	"github.com/crdserver/crdserver/internal/apis/core"
@@ -55,6 +56,7 @@ type Server struct {
 	openapi  *openapi.Publisher
 	metrics  *filters.Metrics
 	adm      *admission.Admission
+	agg      *aggregator.Aggregator
 	http     *http.Server
 	conns    connTracker
 	listener net.Listener
@@ -145,6 +147,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Log:             s.log,
 	})
 	s.registry.Subscribe(s.openapi.Sync)
+	if s.agg, err = s.newAggregator(); err != nil {
+		return nil, err
+	}
+	s.openapi.Aggregated = s.agg
 	s.policy.Follow(runCtx, rbacCaches(s.builtin.RBAC), s.log)
 
 	// Who is asking.
@@ -376,6 +382,9 @@ func (s *Server) stopBackground() {
 	}
 	if s.controllers != nil {
 		s.controllers.wait()
+	}
+	if s.agg != nil {
+		s.agg.Close()
 	}
 	if s.registry != nil {
 		s.registry.Stop()

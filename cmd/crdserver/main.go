@@ -115,7 +115,8 @@ func run(args []string) error {
 	fs.Var(&proxyGroup, "requestheader-group-headers", "request headers to read the user's groups from (X-Remote-Group is usual)")
 	fs.Var(&proxyExtra, "requestheader-extra-headers-prefix", "request header prefixes to read the user's extra from (X-Remote-Extra- is usual)")
 	fs.Var(&tlsSANs, "tls-san", "another name or address for the serving certificate (repeatable, or comma-separated)")
-	fs.Var(services, "webhook-service-address", "where a conversion webhook service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
+	aggregator := aggregatorFlags(fs)
+	fs.Var(services, "webhook-service-address", "where a conversion webhook, admission webhook or APIService service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -167,6 +168,7 @@ func run(args []string) error {
 		EventTTL:                    *eventTTL,
 		EncryptionProviderConfig:    *encryption,
 		EnforceCRDCompatibility:     *enforceCompat,
+		Aggregator:                  *aggregator,
 		ServiceAccounts: server.ServiceAccountOptions{
 			SigningKeyFile:     *saSigningKey,
 			KeyFiles:           saKeyFiles,

@@ -1,7 +1,7 @@
 // Package apis registers every built-in API crdserver serves, in one
 // place. Each group lives in its own package (core, events, rbac,
 // authorization, admissionregistration, coordination, apiextensions,
-// storagemigration) with its strategy, table and validation; the engine
+// apiregistration, storagemigration) with its strategy, table and validation; the engine
 // (package resource) knows none of them by name.
 package apis
 
@@ -28,6 +28,7 @@ import (
 
 	"github.com/crdserver/crdserver/internal/apis/admissionregistration"
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
+	"github.com/crdserver/crdserver/internal/apis/apiregistration"
 	"github.com/crdserver/crdserver/internal/apis/authorization"
 	"github.com/crdserver/crdserver/internal/apis/conversionrules"
 	"github.com/crdserver/crdserver/internal/apis/coordination"
@@ -49,6 +50,9 @@ type Builtin struct {
 	Namespaces, Leases, CRDs, Migrations                   *resource.Resource
 	ConfigMaps, Secrets, ServiceAccounts, Events, EventsV1 *resource.Resource
 	ConversionRules                                        *resource.Resource
+	// APIServices are apiregistration.k8s.io APIServices (the
+	// aggregator's).
+	APIServices *resource.Resource
 	// AdmissionRegistration are the webhook configurations and the
 	// admission policies and their bindings.
 	AdmissionRegistration *admissionregistration.Resources
@@ -60,7 +64,7 @@ type Builtin struct {
 	RBAC         []*resource.Resource
 	ClusterRoles *resource.Resource
 	// All is every built-in resource, in the order of kube-apiserver's
-	// discovery (its group priorities): core, events, authentication,
+	// discovery (its group priorities): core, apiregistration, events, authentication,
 	// authorization, rbac, admissionregistration, apiextensions,
 	// coordination, storagemigration.
 	All []*resource.Resource
@@ -101,7 +105,7 @@ type CRDChecks struct {
 func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o Options) *Builtin {
 	protobufOnce.Do(func() {
 		if err := request.AddProtobufTypes(corev1.AddToScheme, eventsv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme,
-			rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, coordinationv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme); err != nil {
+			rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, coordinationv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme, apiregistration.AddToScheme); err != nil {
 			panic(err)
 		}
 	})
@@ -120,6 +124,7 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 		Leases:                coordination.Leases(newCache(coordination.LeasePrefix)),
 		CRDs:                  apiextensions.CRDs(crdCache, compat),
 		Migrations:            storagemigration.Migrations(newCache(storagemigration.Prefix)),
+		APIServices:           apiregistration.APIServices(newCache(apiregistration.Prefix)),
 		RBAC:                  rbac.Resources(newCache, policy),
 	}
 	var tokens *core.TokenRequests
@@ -142,7 +147,7 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 	if authn == nil {
 		authn = func() *auth.Authenticator { return nil }
 	}
-	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events, b.EventsV1)
+	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events, b.APIServices, b.EventsV1)
 	b.All = append(b.All, authorization.Reviews(policy, authn)...)
 	b.All = append(b.All, b.RBAC...)
 	b.All = append(b.All, b.AdmissionRegistration.All()...)
@@ -180,6 +185,7 @@ var keyResources = map[string]schema.GroupResource{
 	coordination.LeasePrefix:      {Group: coordinationv1.GroupName, Resource: "leases"},
 	apiextensions.CRDPrefix:       {Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"},
 	storagemigration.Prefix:       {Group: svmv1.GroupName, Resource: "storageversionmigrations"},
+	apiregistration.Prefix:        {Group: apiregistration.Group, Resource: "apiservices"},
 	rbac.ClusterRolePrefix:        {Group: rbacv1.GroupName, Resource: "clusterroles"},
 	rbac.RolePrefix:               {Group: rbacv1.GroupName, Resource: "roles"},
 	rbac.ClusterRoleBindingPrefix: {Group: rbacv1.GroupName, Resource: "clusterrolebindings"},

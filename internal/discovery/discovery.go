@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/crdserver/crdserver/internal/aggregator"
 	"github.com/crdserver/crdserver/internal/filters"
 	"github.com/crdserver/crdserver/internal/registry"
 	"github.com/crdserver/crdserver/internal/request"
@@ -30,6 +32,10 @@ import (
 type Handler struct {
 	Registry *registry.Registry
 	Version  version.Info
+	// Aggregated, when set, are the groups of APIServices other servers
+	// serve: listed beside this server's, and winning a group/version
+	// both serve.
+	Aggregated Aggregated
 
 	// cache holds what was made of the latest Index: its groups, and the
 	// aggregated documents as they were sent (gzipped too), so that
@@ -37,9 +43,17 @@ type Handler struct {
 	cache atomic.Pointer[indexCache]
 }
 
-// indexCache is what discovery made of one Index.
+// Aggregated gives discovery the groups other servers serve, and a
+// generation that changes whenever they do.
+type Aggregated interface {
+	Groups(ctx context.Context) ([]aggregator.Group, uint64)
+}
+
+// indexCache is what discovery made of one Index (and one generation of
+// the aggregated groups).
 type indexCache struct {
 	ix     *registry.Index
+	aggGen uint64
 	groups []*groupVersions
 	mu     sync.Mutex
 	docs   map[string]*document
@@ -52,13 +66,18 @@ type document struct {
 	etag          string
 }
 
-// cached returns the cache of the current Index.
-func (h *Handler) cached() *indexCache {
+// cached returns the cache of the current Index and aggregated groups.
+func (h *Handler) cached(ctx context.Context) *indexCache {
 	ix := h.Registry.Index()
-	if c := h.cache.Load(); c != nil && c.ix == ix {
+	var agg []aggregator.Group
+	var gen uint64
+	if h.Aggregated != nil {
+		agg, gen = h.Aggregated.Groups(ctx)
+	}
+	if c := h.cache.Load(); c != nil && c.ix == ix && c.aggGen == gen {
 		return c
 	}
-	c := &indexCache{ix: ix, groups: groupsOf(ix), docs: map[string]*document{}}
+	c := &indexCache{ix: ix, aggGen: gen, groups: withAggregated(groupsOf(ix), agg), docs: map[string]*document{}}
 	h.cache.Store(c)
 	return c
 }
@@ -69,11 +88,76 @@ type groupVersions struct {
 	versions []string // priority order
 	// resources by version
 	resources map[string][]*resource.Resource
+	// agg are the versions other servers serve, as they list them.
+	agg map[string]*apidiscoveryv2.APIVersionDiscovery
+	// priority orders groups that are not built in (a CRD group's is
+	// 1000, as kube-aggregator gives them).
+	priority int32
+}
+
+// withAggregated adds the aggregated groups to groups (kube-aggregator's
+// order: versions by versionPriority, then kube's version order; a local
+// version counts as a CRD's, 100; groups not built in by priority, then
+// name).
+func withAggregated(groups []*groupVersions, agg []aggregator.Group) []*groupVersions {
+	if len(agg) == 0 {
+		return groups
+	}
+	byName := map[string]*groupVersions{}
+	for _, g := range groups {
+		byName[g.name] = g
+	}
+	for _, ag := range agg {
+		g := byName[ag.Name]
+		if g == nil {
+			g = &groupVersions{name: ag.Name, crd: true, resources: map[string][]*resource.Resource{}, priority: 1000}
+			byName[ag.Name] = g
+			groups = append(groups, g)
+		}
+		g.priority = max(g.priority, ag.Priority)
+		g.agg = map[string]*apidiscoveryv2.APIVersionDiscovery{}
+		prio := map[string]int32{}
+		for _, v := range g.versions {
+			prio[v] = 100
+		}
+		for _, av := range ag.Versions {
+			d := av.Discovery
+			d.Version = av.Name
+			g.agg[av.Name] = &d
+			delete(g.resources, av.Name)
+			prio[av.Name] = av.Priority
+		}
+		g.versions = g.versions[:0]
+		for v := range prio {
+			g.versions = append(g.versions, v)
+		}
+		sort.Slice(g.versions, func(i, j int) bool {
+			a, b := g.versions[i], g.versions[j]
+			if prio[a] != prio[b] {
+				return prio[a] > prio[b]
+			}
+			return version.CompareKubeAwareVersionStrings(a, b) > 0
+		})
+	}
+	sort.SliceStable(groups, func(i, j int) bool {
+		a, b := groups[i], groups[j]
+		if a.crd != b.crd {
+			return !a.crd
+		}
+		if !a.crd {
+			return false
+		}
+		if a.priority != b.priority {
+			return a.priority > b.priority
+		}
+		return a.name < b.name
+	})
+	return groups
 }
 
 // groups returns the served groups in discovery order: the core group, the
 // built-in groups, then CRD groups by name. Versions are in priority order.
-func (h *Handler) groups() []*groupVersions { return h.cached().groups }
+func (h *Handler) groups(ctx context.Context) []*groupVersions { return h.cached(ctx).groups }
 
 func groupsOf(ix *registry.Index) []*groupVersions {
 	byName := map[string]*groupVersions{}
@@ -84,7 +168,7 @@ func groupsOf(ix *registry.Index) []*groupVersions {
 		}
 		g := byName[res.Group]
 		if g == nil {
-			g = &groupVersions{name: res.Group, crd: !ix.Builtin[res], resources: map[string][]*resource.Resource{}}
+			g = &groupVersions{name: res.Group, crd: !ix.Builtin[res], resources: map[string][]*resource.Resource{}, priority: 1000}
 			byName[res.Group] = g
 			order = append(order, g)
 		}
@@ -111,8 +195,8 @@ func groupsOf(ix *registry.Index) []*groupVersions {
 	return order
 }
 
-func (h *Handler) group(name string) *groupVersions {
-	for _, g := range h.groups() {
+func (h *Handler) group(ctx context.Context, name string) *groupVersions {
+	for _, g := range h.groups(ctx) {
 		if g.name == name {
 			return g
 		}
@@ -172,7 +256,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		}
 		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
-		for _, g := range h.groups() {
+		for _, g := range h.groups(r.Context()) {
 			if g.name != "" {
 				ag := apiGroup(g)
 				ag.ServerAddressByClientCIDRs = serverAddresses(r)
@@ -182,7 +266,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) bool {
 		request.WriteObject(w, r, http.StatusOK, t, list)
 		return true
 	case len(parts) == 2 && parts[0] == "apis":
-		g := h.group(parts[1])
+		g := h.group(r.Context(), parts[1])
 		if g == nil || g.name == "" {
 			return false
 		}
@@ -233,7 +317,7 @@ func StorageVersionHash(group, version, kind string) string {
 }
 
 func (h *Handler) writeResourceList(w http.ResponseWriter, r *http.Request, group, ver string) bool {
-	g := h.group(group)
+	g := h.group(r.Context(), group)
 	if g == nil || len(g.resources[ver]) == 0 {
 		return false
 	}
@@ -303,7 +387,7 @@ func subresources(res *resource.Resource, ver string) []subresource {
 }
 
 func (h *Handler) writeAggregated(w http.ResponseWriter, r *http.Request, t request.Target, core bool) {
-	c := h.cached()
+	c := h.cached(r.Context())
 	key := fmt.Sprintf("%t|%s", core, t.ContentType())
 	c.mu.Lock()
 	doc := c.docs[key]
@@ -352,6 +436,10 @@ func aggregated(groups []*groupVersions, t request.Target, core bool) (*document
 		}
 		item := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.name}}
 		for _, v := range g.versions {
+			if d := g.agg[v]; d != nil {
+				item.Versions = append(item.Versions, *d)
+				continue
+			}
 			vd := apidiscoveryv2.APIVersionDiscovery{Version: v, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent, Resources: []apidiscoveryv2.APIResourceDiscovery{}}
 			for _, res := range g.resources[v] {
 				scope := apidiscoveryv2.ScopeCluster

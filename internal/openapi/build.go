@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	utilopenapi "k8s.io/apiserver/pkg/util/openapi"
+	aggregatoropenapi "k8s.io/kube-aggregator/pkg/generated/openapi"
 	"k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/builder3"
 	"k8s.io/kube-openapi/pkg/common"
@@ -171,11 +172,16 @@ func info() *spec.Info {
 
 // definitions returns the schemas of the built-in types: the meta and
 // apiextensions types from apiextensions-apiserver's generated
-// definitions, the k8s.io/api types reachable from roots made by
+// definitions, the apiregistration types from kube-aggregator's, the k8s.io/api types reachable from roots made by
 // reflection (typed.go); without what disabled features add.
 func definitions(roots []reflect.Type) common.GetOpenAPIDefinitions {
 	return utilopenapi.GetOpenAPIDefinitionsWithoutDisabledFeatures(func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 		defs := generatedopenapi.GetOpenAPIDefinitions(ref)
+		for name, def := range aggregatoropenapi.GetOpenAPIDefinitions(ref) {
+			if _, ok := defs[name]; !ok {
+				defs[name] = def
+			}
+		}
 		addTypeDefinitions(defs, roots, ref)
 		return defs
 	})

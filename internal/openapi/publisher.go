@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
@@ -59,6 +60,11 @@ type Publisher struct {
 	// root is the last /openapi/v3 answer merged from shared's and own's.
 	rootMu sync.Mutex
 	root   *v3Root
+
+	// Aggregated, when set, are the v3 documents of APIServices other
+	// servers serve: listed in /openapi/v3 (and winning a path this
+	// server has too), served by their servers.
+	Aggregated Aggregated
 
 	mu sync.Mutex // guards crds, and the updates of own
 	// crds are the documents of the Established CRDs, by name.
@@ -367,12 +373,20 @@ func (t *trackingWriter) Write(b []byte) (int, error) {
 	return t.ResponseWriter.Write(b)
 }
 
+// Aggregated lists the v3 documents other servers serve: path
+// ("apis/<group>/<version>") → serverRelativeURL, and a generation that
+// changes whenever they do.
+type Aggregated interface {
+	V3Paths(ctx context.Context) (map[string]string, uint64)
+}
+
 // v3Root is an /openapi/v3 answer: the built-in documents' paths and this
-// server's, with the answer (ETag) of the shared service and the own
-// documents it was made from.
+// server's, with the answer (ETag) of the shared service, the own
+// documents and the aggregated generation it was made from.
 type v3Root struct {
 	sharedTag string
 	own       *ownDocs
+	aggGen    uint64
 	body      []byte
 	etag      string
 	modified  time.Time
@@ -384,7 +398,7 @@ type v3Root struct {
 // hash of a CRD document is the fingerprint of what it is made from, so
 // listing it builds nothing.
 func (p *Publisher) serveV3Root(w http.ResponseWriter, r *http.Request) {
-	root, err := p.v3RootNow()
+	root, err := p.v3RootNow(r.Context())
 	if err != nil {
 		slog.Error("openapi: serving /openapi/v3", "err", err)
 		w.WriteHeader(http.StatusInternalServerError)
@@ -395,15 +409,20 @@ func (p *Publisher) serveV3Root(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "/openapi/v3", root.modified, bytes.NewReader(root.body))
 }
 
-func (p *Publisher) v3RootNow() (*v3Root, error) {
+func (p *Publisher) v3RootNow(ctx context.Context) (*v3Root, error) {
 	shared, sharedTag, err := discoveryOf(p.shared)
 	if err != nil {
 		return nil, err
 	}
 	own := p.own.Load()
+	var agg map[string]string
+	var aggGen uint64
+	if p.Aggregated != nil {
+		agg, aggGen = p.Aggregated.V3Paths(ctx)
+	}
 	p.rootMu.Lock()
 	defer p.rootMu.Unlock()
-	if p.root != nil && p.root.sharedTag == sharedTag && p.root.own == own {
+	if p.root != nil && p.root.sharedTag == sharedTag && p.root.own == own && p.root.aggGen == aggGen {
 		return p.root, nil
 	}
 	var merged handler3.OpenAPIV3Discovery
@@ -416,11 +435,14 @@ func (p *Publisher) v3RootNow() (*v3Root, error) {
 	for path, d := range own.gvs {
 		merged.Paths[path] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: hashedURL(path, d.etag)}
 	}
+	for path, u := range agg {
+		merged.Paths[path] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: u}
+	}
 	body, err := json.Marshal(merged)
 	if err != nil {
 		return nil, err
 	}
-	p.root = &v3Root{sharedTag: sharedTag, own: own, body: body, etag: fmt.Sprintf("%X", sha512.Sum512(body)), modified: time.Now()}
+	p.root = &v3Root{sharedTag: sharedTag, own: own, aggGen: aggGen, body: body, etag: fmt.Sprintf("%X", sha512.Sum512(body)), modified: time.Now()}
 	return p.root, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	rulesv1alpha1 "github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
 )
@@ -36,6 +37,7 @@ var builtinScheme = sync.OnceValue(func() *runtime.Scheme {
 		svmv1beta1.AddToScheme,
 		apiextensionsv1.AddToScheme,
 		rulesv1alpha1.AddToScheme,
+		apiregistrationv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			panic(err)

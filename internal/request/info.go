@@ -189,6 +189,12 @@ func InfoFrom(ctx context.Context) *Info {
 	return info
 }
 
-// IsLongRunning reports whether the request may stay open indefinitely
-// (watches), so that time and in-flight limits do not apply.
-func (i *Info) IsLongRunning() bool { return i.Verb == "watch" }
+// IsLongRunning reports whether the request may stay open indefinitely,
+// so that time and in-flight limits do not apply: kube-apiserver's
+// long-running requests, watches and the streaming subresources (which
+// only aggregated API servers serve here).
+func (i *Info) IsLongRunning() bool {
+	return i.Verb == "watch" || i.Verb == "proxy" || longRunningSubresources[i.Subresource]
+}
+
+var longRunningSubresources = map[string]bool{"attach": true, "exec": true, "proxy": true, "log": true, "portforward": true}
