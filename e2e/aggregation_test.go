@@ -225,6 +225,7 @@ func TestAggregatedSampleAPIServer(t *testing.T) {
 	for _, f := range []string{"ns.yaml", "sa.yaml", "auth-delegator.yaml", "auth-reader.yaml", "rbac.yaml", "rbac-bind.yaml"} {
 		k.runStdin(t, example(f), "apply", "-f", "-")
 	}
+	k.run(t, "apply", "-f", filepath.Join("testdata", "aggregation", "mutating-policies-rbac.yaml"))
 	if c.hasServices {
 		k.runStdin(t, fmt.Sprintf(`apiVersion: v1
 kind: Service
@@ -483,7 +484,8 @@ func aggregationCleanup(t *testing.T, k *kubectl) {
 	for _, args := range [][]string{
 		{"delete", "apiservice", "v1alpha1." + wardleGroup, "v1beta1." + wardleGroup, "--ignore-not-found"},
 		{"delete", "clusterrolebinding", "wardle:system:auth-delegator", "sample-apiserver-clusterrolebinding", "--ignore-not-found"},
-		{"delete", "clusterrole", "aggregated-apiserver-clusterrole", "--ignore-not-found"},
+		{"delete", "clusterrolebinding", "aggregated-apiserver-mutating-policies", "--ignore-not-found"},
+		{"delete", "clusterrole", "aggregated-apiserver-clusterrole", "aggregated-apiserver-mutating-policies", "--ignore-not-found"},
 		{"delete", "rolebinding", "wardle-auth-reader", "-n", "kube-system", "--ignore-not-found"},
 		{"delete", "namespace", wardleNamespace, "flunders", "--ignore-not-found", "--wait=false"},
 	} {
