@@ -343,7 +343,7 @@ spec:
 		t.Fatalf("the flunder read in v1beta1: %+v", beta)
 	}
 	out = k.run(t, "get", "flunders", "-n", "flunders")
-	if h := tableHeader(t, out); h != "NAME AGE" {
+	if h := tableHeader(t, out); h != "NAME CREATED AT" {
 		t.Fatalf("kubectl get flunders: header %q:\n%s", h, out)
 	}
 	tableRow(t, out, "first")
