@@ -278,6 +278,13 @@ func TestPriorityAndFairnessRejects(t *testing.T) {
 		return r.code == 200 && r.header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID) == string(fs.UID) &&
 			r.header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID) == string(pl.UID), nil
 	})
+	// The level has its one seat once the filter has seen every level of
+	// the configuration (the suggested ones are created while the test
+	// starts; until then the level's share is larger).
+	eventually(t, e.ctx, "one-seat has one seat", func() (bool, error) {
+		m := string(e.do("GET", "/metrics", "").body)
+		return strings.Contains(m, `apiserver_flowcontrol_nominal_limit_seats{priority_level="one-seat"} 1`+"\n"), nil
+	})
 	eventually(t, e.ctx, "webhook in place", func() (bool, error) {
 		_, err := e.kube.CoreV1().ConfigMaps("default").Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"}}, metav1.CreateOptions{})
 		return err == nil, nil
