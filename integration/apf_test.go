@@ -21,7 +21,6 @@ import (
 	"k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/crdserver/crdserver/server"
 )
@@ -173,11 +172,7 @@ type blockingWebhook struct {
 
 func startBlockingWebhook(t *testing.T) *blockingWebhook {
 	t.Helper()
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("apf-webhook", []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	cert, certPEM, err := selfSigned("apf-webhook")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,8 +148,14 @@ func (r response) object(t *testing.T) map[string]any {
 	return m
 }
 
-// do sends a raw request; headers come in pairs.
+// do sends a raw request as the admin; headers come in pairs.
 func (e *env) do(method, path, body string, headers ...string) response {
+	e.t.Helper()
+	return e.doWith(e.rt, method, path, body, headers...)
+}
+
+// doWith sends a raw request through rt; headers come in pairs.
+func (e *env) doWith(rt http.RoundTripper, method, path, body string, headers ...string) response {
 	e.t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -165,7 +171,7 @@ func (e *env) do(method, path, body string, headers ...string) response {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := e.rt.RoundTrip(req)
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

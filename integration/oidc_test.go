@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -169,20 +168,7 @@ func (e *env) bearer(token, path string) response {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(e.ctx, http.MethodGet, e.srv.URL()+path, nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return response{code: resp.StatusCode, header: resp.Header, body: b}
+	return e.doWith(rt, http.MethodGet, path, "")
 }
 
 func (e *env) asToken(token string) kubernetes.Interface {

@@ -146,7 +146,7 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 	b.ConversionRules = conversionrules.Resource(rulesCache, conversionrules.Options{CRD: apiextensions.Getter(crdCache)})
 	b.ClusterRoles = b.RBAC[0]
 	b.AdmissionRegistration = admissionregistration.New(newCache, admissionregistration.Options{
-		Authorizer: auth.Chain{auth.Privileged{}, policy},
+		Authorizer: auth.DefaultChain(policy),
 		Resolve:    admissionregistration.Resolver(func() []*resource.Resource { return b.All }, b.CRDs.Cache),
 	})
 	authn := o.Authenticator

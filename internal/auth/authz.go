@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -33,36 +32,6 @@ func (Privileged) Authorize(_ context.Context, a authorizer.Attributes) (authori
 		return authorizer.DecisionAllow, "", nil
 	}
 	return authorizer.DecisionNoOpinion, "", nil
-}
-
-// Chain asks each authorizer in turn; the first that allows or denies
-// decides.
-type Chain []Authorizer
-
-// Authorize implements authorizer.Authorizer.
-func (c Chain) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	var reasons []string
-	var errs []error
-	for _, z := range c {
-		d, reason, err := z.Authorize(ctx, a)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if reason != "" {
-			reasons = append(reasons, reason)
-		}
-		if d != authorizer.DecisionNoOpinion {
-			return d, reason, err
-		}
-	}
-	reason := ""
-	if len(reasons) > 0 {
-		reason = reasons[0]
-		for _, r := range reasons[1:] {
-			reason += "; " + r
-		}
-	}
-	return authorizer.DecisionNoOpinion, reason, errors.Join(errs...)
 }
 
 // Named is an authorizer of a configured chain with its name.
@@ -100,6 +69,12 @@ func (c NamedChain) Authorize(ctx context.Context, a authorizer.Attributes) (aut
 // PrivilegedName is the name of Privileged in a NamedChain, as
 // kube-apiserver names it.
 const PrivilegedName = "kubernetes.io/system-privileged-group"
+
+// DefaultChain is the chain of kube-apiserver's default
+// --authorization-mode=RBAC: system:masters, then rbac.
+func DefaultChain(rbac Authorizer) NamedChain {
+	return NamedChain{{Name: PrivilegedName, Authorizer: Privileged{}}, {Name: "rbac", Authorizer: rbac}}
+}
 
 // Attributes are what authorization looks at in a request.
 func Attributes(u user.Info, info *request.Info) authorizer.AttributesRecord {

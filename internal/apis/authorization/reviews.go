@@ -31,7 +31,7 @@ import (
 // chain the request went through (system:masters and the RBAC roles in st
 // without one). Nothing is stored.
 func Reviews(st *rbacpolicy.Store, authn func() *auth.Authenticator) []*resource.Resource {
-	authz := auth.Chain{auth.Privileged{}, st}
+	authz := auth.DefaultChain(st)
 	mk := func(group, plural, kind string, namespaced bool, serve func(w http.ResponseWriter, r *http.Request, info *request.Info, t request.Target, body []byte) (any, error)) *resource.Resource {
 		return &resource.Resource{
 			Group: group, Plural: plural, Singular: strings.ToLower(kind), Kind: kind, Namespaced: namespaced,

@@ -275,7 +275,7 @@ func (s rbacStrategy) Admit(ctx context.Context, obj, old *resource.Object) erro
 		return apierrors.NewBadRequest(err.Error())
 	}
 	ns := obj.Meta.Namespace
-	authz := auth.AuthorizerFrom(ctx, auth.Chain{auth.Privileged{}, s.store})
+	authz := auth.AuthorizerFrom(ctx, auth.DefaultChain(s.store))
 	allowed := func(verb, resource, name string) bool {
 		d, _, _ := authz.Authorize(ctx, authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: rbacv1.GroupName, APIVersion: "v1",
 			Resource: resource, Name: name, Namespace: ns, ResourceRequest: true})
