@@ -45,6 +45,9 @@
 #      its policies, bindings, webhook configuration, namespace and CRD are deleted again;
 #   5d. thousands of CRDs (CRDS=0 skips it): bench/crds.sh (its own header says what it runs; CRDS_ROUNDS,
 #      CRDS_KUBE_N, CORPUS), with results in bench/results/crds-*.json;
+#   5e. priority and fairness (APF=0 skips it): crdbench apf, APF_ROUNDS rounds each on a fresh crdserver,
+#      then APF_ROUNDS rounds on the kube reference (used if running, else started and stopped right after):
+#      200 noisy clients list 5,000 objects for APF_DURATION beside a Lease renewed every 2 s and an admin;
 #   6. crdbench report -> bench/RESULTS.md.
 #
 # Environment: N (1000), LOAD_ROUNDS (3), LIST_N (10000), LISTS (5), CONC (8), STARTS (5), REF_STARTS (3),
@@ -56,7 +59,8 @@
 # LEASE_DURATION (30s), CORE_IDLE (5s: the servers' idle CPU, measured just before the renewals),
 # CORE_SETTLE (5: seconds between a server's start and the core run; a running kube reference gets none),
 # ADMISSION (1; 0 skips the admission phase), ADMISSION_N (2000), ADMISSION_ROUNDS (3),
-# PATHS (1; 0 skips the paths phase), PATHS_ROUNDS (3), PATHS_N (10000), PATHS_WATCHERS (200,1000).
+# PATHS (1; 0 skips the paths phase), PATHS_ROUNDS (3), PATHS_N (10000), PATHS_WATCHERS (200,1000),
+# APF (1; 0 skips the priority and fairness phase), APF_ROUNDS (3), APF_DURATION (30s).
 set -uo pipefail
 set +m
 
@@ -96,6 +100,9 @@ CRDS="${CRDS:-1}"
 PATHS_ROUNDS="${PATHS_ROUNDS:-3}"
 PATHS_N="${PATHS_N:-10000}"
 PATHS_WATCHERS="${PATHS_WATCHERS:-200,1000}"
+APF="${APF:-1}"
+APF_ROUNDS="${APF_ROUNDS:-3}"
+APF_DURATION="${APF_DURATION:-30s}"
 # The label of the CRDs the paths run creates on the reference (at most 20 lower-case letters and digits).
 PATHS_RUN_ID="rs$(date +%s)$$"
 KPKI="$REF/pki-kube"
@@ -258,6 +265,7 @@ echo "# WORK=$WORK: a temporary folder, removed at the end" >"$OUT/commands.txt"
   echo "           CORE=$CORE CORE_N=$CORE_N LEASES=$LEASES LEASE_PERIOD=$LEASE_PERIOD LEASE_DURATION=$LEASE_DURATION CORE_IDLE=$CORE_IDLE CORE_SETTLE=$CORE_SETTLE"
   echo "           ADMISSION=$ADMISSION ADMISSION_N=$ADMISSION_N ADMISSION_ROUNDS=$ADMISSION_ROUNDS"
   echo "           PATHS=$PATHS PATHS_ROUNDS=$PATHS_ROUNDS PATHS_N=$PATHS_N PATHS_WATCHERS=$PATHS_WATCHERS"
+  echo "           APF=$APF APF_ROUNDS=$APF_ROUNDS APF_DURATION=$APF_DURATION"
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
 
@@ -676,6 +684,41 @@ fi
 if [[ $CRDS != 0 ]]; then
   log "thousands of CRDs (bench/crds.sh)"
   REF="$REF" OUT="$OUT" CB="$CB" SERVER="$WORK/crdserver" run "$HERE/crds.sh" || log "bench/crds.sh had failures"
+fi
+
+# 5e. Priority and fairness: fresh crdservers, then the kube reference.
+if [[ $APF != 0 ]]; then
+  echo "# priority and fairness on crdserver (a fresh data dir each round)" >>"$OUT/commands.txt"
+  for r in $(seq "$APF_ROUNDS"); do
+    port=$("$CB" freeport)
+    CS_DATA="$WORK/crdserver-apf"
+    CS_URL="https://127.0.0.1:$port"
+    run_bg "$WORK/crdserver" --data-dir "$CS_DATA" --bind-address 127.0.0.1 --port "$port" </dev/null >"$WORK/crdserver-apf.log" 2>&1
+    CS_PID=$!
+    OUR_PIDS+=("$CS_PID")
+    if wait_ok "$CS_URL/readyz" 60 -k; then
+      run "$CB" apf -server "$CS_URL" -cacert "$CS_DATA/pki/ca.crt" -cert "$CS_DATA/pki/admin.crt" -key "$CS_DATA/pki/admin.key" \
+        -duration "$APF_DURATION" -rss-pid "crdserver=$CS_PID" -json "$OUT/apf-crdserver-$r.json" || log "crdserver apf round $r had failures"
+    else
+      extra "- crdserver (apf round $r) did not become ready within 60 s"
+    fi
+    stop_pid "$CS_PID"
+    rm -rf -- "$CS_DATA"
+  done
+  echo "# priority and fairness on the kube reference" >>"$OUT/commands.txt"
+  if KUBE_URL=$(run "$REF/start-kube.sh" 2>"$WORK/start-kube.err"); then
+    grep -q "already running" "$WORK/start-kube.err" || KUBE_STARTED=1
+    for r in $(seq "$APF_ROUNDS"); do
+      run "$CB" apf -server "$KUBE_URL" -cacert "$KPKI/ca.crt" -cert "$KPKI/admin.crt" -key "$KPKI/admin.key" \
+        -duration "$APF_DURATION" -rss-pid "kube-apiserver=$(cat "$REF/run/kube-apiserver.pid")" \
+        -json "$OUT/apf-kube-$r.json" || log "kube reference apf round $r had failures"
+    done
+    if [[ $KUBE_STARTED == 1 ]]; then
+      run "$REF/stop-kube.sh" >&2 && KUBE_STARTED=0
+    fi
+  else
+    extra "- kube reference (apf): ./start-kube.sh failed: $(tail -n 3 "$WORK/start-kube.err" | tr '\n' ' ')"
+  fi
 fi
 
 # 6. Notes and report.

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +51,8 @@ type apfResult struct {
 	NoisyListsPerS  float64        `json:"noisy_lists_per_second"`
 	RSS             []procMem      `json:"rss"`
 	Failures        []failure      `json:"failures,omitempty"`
+	LoadBefore      string         `json:"load_before"`
+	LoadAfter       string         `json:"load_after"`
 	Error           string         `json:"error,omitempty"`
 	CleanupComplete string         `json:"cleanup,omitempty"`
 }
@@ -91,8 +95,9 @@ func runAPF(args []string) error {
 		return err
 	}
 	ctx := context.Background()
-	res := &apfResult{Server: c.base, Objects: objects, Clients: clients, Seconds: dur.Seconds(), NoisyCodes: map[string]int{}}
+	res := &apfResult{Server: c.base, Objects: objects, Clients: clients, Seconds: dur.Seconds(), NoisyCodes: map[string]int{}, LoadBefore: loadavg()}
 	finish := func(err error) error {
+		res.LoadAfter = loadavg()
 		res.CleanupComplete = apfCleanup(c)
 		res.Failures = append(res.Failures, firstError(res.Populate, res.AdminIdle, res.AdminNoisy)...)
 		return done(*jsonOut, res, &res.Error, res.Failures, err)
@@ -267,4 +272,75 @@ func adminOp(ac *client, name string) func(ctx context.Context, i int) (time.Dur
 		}
 		return time.Since(t0), nil
 	}
+}
+
+// apfReport writes the section of the apf rounds (apf-crdserver-N.json,
+// apf-kube-N.json): each figure the median of its rounds.
+func apfReport(dir string, p func(string, ...any)) (fails []string) {
+	read := func(name string) (rs []apfResult) {
+		files, _ := filepath.Glob(filepath.Join(dir, "apf-"+name+"-*.json"))
+		slices.Sort(files)
+		for _, f := range files {
+			var r apfResult
+			if readJSON(f, &r) == nil {
+				rs = append(rs, r)
+				fails = append(fails, workloadFailures(name, "apf", r.Error, r.Failures)...)
+			}
+		}
+		return rs
+	}
+	c, k := read("crdserver"), read("kube")
+	if len(c) == 0 && len(k) == 0 {
+		return nil
+	}
+	first := append(c, k...)[0]
+	p("## API Priority and Fairness: a noisy tenant (crdbench apf)\n\n")
+	p("%d clients of one user list all %s objects of a custom resource as fast as they can for %.0f s (honouring Retry-After as client-go does), "+
+		"while a controller (system:kube-controller-manager: the leader-election FlowSchema) renews a Lease every 2 s and the admin "+
+		"(system:masters: exempt) makes kubectl's requests every 50 ms on a connection of its own. Both servers with their defaults "+
+		"(400 + 200 in flight: 600 seats), crdbench on the same 2 cores. Each figure is the median of the rounds: crdserver %d rounds, "+
+		"each on a fresh server; kube-apiserver (`start-kube.sh`) %d rounds on one server, one after the other. A renewal is missed when it "+
+		"fails or takes longer than its 2 s period. Load averages before → after each round: crdserver %s; kube-apiserver %s.\n\n",
+		first.Clients, commas(first.Objects), first.Seconds, len(c), len(k), apfLoads(c), apfLoads(k))
+	t := newTable("figure", "crdserver", "kube-apiserver 1.37", "ratio")
+	fig := func(name string, prec int, unit string, f func(r apfResult) float64) {
+		v := func(rs []apfResult) val {
+			if len(rs) == 0 {
+				return none("not measured")
+			}
+			var xs []float64
+			for _, r := range rs {
+				xs = append(xs, f(r))
+			}
+			return num(median(xs), prec, unit)
+		}
+		t.cmp(name, v(c), v(k))
+	}
+	fig("lease renewals", 0, "", func(r apfResult) float64 { return float64(r.Renewals) })
+	fig("missed lease renewals", 0, "", func(r apfResult) float64 { return float64(r.MissedRenewals) })
+	fig("slowest renewal", 0, " ms", func(r apfResult) float64 { return r.RenewMaxMs })
+	fig("admin p99, idle", 1, " ms", func(r apfResult) float64 { return r.AdminIdle.P99Ms })
+	fig("admin p99, under the noise", 1, " ms", func(r apfResult) float64 { return r.AdminNoisy.P99Ms })
+	fig("admin p99 ratio, noise ÷ idle (want ≤ 2)", 1, "", func(r apfResult) float64 { return r.AdminP99Ratio })
+	fig("admin rounds answered under the noise", 0, "", func(r apfResult) float64 { return float64(r.AdminNoisy.Requests) })
+	fig("noisy lists answered 200, per second", 2, "", func(r apfResult) float64 { return r.NoisyListsPerS })
+	fig("noisy answers 429", 0, "", func(r apfResult) float64 { return float64(r.NoisyCodes["429"]) })
+	fig("populate (16 workers), creates/s", 0, "", func(r apfResult) float64 { return r.Populate.PerSecond })
+	fig("server peak RSS (VmHWM)", 0, " MiB", func(r apfResult) float64 {
+		var m float64
+		for _, x := range r.RSS {
+			m += x.VMHWMMiB
+		}
+		return m
+	})
+	p("%s\n", t)
+	return fails
+}
+
+func apfLoads(rs []apfResult) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.LoadBefore+" → "+r.LoadAfter)
+	}
+	return cmp.Or(strings.Join(out, "; "), "–")
 }

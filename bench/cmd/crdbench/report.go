@@ -328,6 +328,7 @@ func runReport(args []string) error {
 	fails = append(fails, admissionReport(*dir, p)...)
 	fails = append(fails, pathsReport(*dir, p)...)
 	fails = append(fails, crdsReport(*dir, p)...)
+	fails = append(fails, apfReport(*dir, p)...)
 	goTargets, goFails := goBenchReport(*dir, p)
 	fails = append(fails, goFails...)
 

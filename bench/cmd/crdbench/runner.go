@@ -42,7 +42,8 @@ type phase struct {
 // for i from 0 to n-1 on conc workers, op timing its own request, until all
 // ran, or ctx ends or limit (if > 0) passes: the phase is then aborted. With
 // giveUp > 0 it also aborts when the first giveUp calls all failed: the
-// server cannot do it at all.
+// server cannot do it at all. A call that fails once ctx has ended was cut
+// off by it: it is not counted.
 func run(ctx context.Context, name string, n, conc, giveUp int, limit time.Duration, op func(ctx context.Context, i int) (time.Duration, *failure)) phase {
 	if limit > 0 {
 		var cancel context.CancelFunc
@@ -75,6 +76,11 @@ func run(ctx context.Context, name string, n, conc, giveUp int, limit time.Durat
 					return
 				}
 				d, f := op(ctx, i)
+				if f != nil && ctx.Err() != nil {
+					// Cut off by the phase's time limit: not an answer.
+					aborted.Store(true)
+					return
+				}
 				mu.Lock()
 				lat[i], done[i] = d, true
 				if f != nil {
