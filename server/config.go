@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime"
 	"time"
@@ -206,6 +207,29 @@ type Config struct {
 	// Warning headers, and refused only for CRDs annotated
 	// crdserver.io/enforce-compatibility: "true".
 	EnforceCRDCompatibility bool
+
+	// AllowPrivileged is kube-apiserver's --allow-privileged: whether Pods
+	// may run privileged containers. Kept for the validation of Pods;
+	// crdserver serves none yet.
+	AllowPrivileged bool
+	// ServiceClusterIPRanges are kube-apiserver's
+	// --service-cluster-ip-range (one CIDR, or two of different IP
+	// families). Kept for Services; crdserver serves none yet.
+	ServiceClusterIPRanges []*net.IPNet
+	// DisabledAdmissionPlugins are admission plugins turned off, by
+	// kube-apiserver's names: NamespaceLifecycle, MutatingAdmissionPolicy,
+	// MutatingAdmissionWebhook, ValidatingAdmissionPolicy,
+	// ValidatingAdmissionWebhook (the plugins crdserver implements; all
+	// are on by default).
+	DisabledAdmissionPlugins []string
+	// RuntimeConfig is kube-apiserver's --runtime-config: keys
+	// <group>/<version> (v1 or api/v1 for the core group), api/all,
+	// api/ga, api/beta, api/alpha, and values "true" or "false". A group
+	// version turned off is neither served nor in discovery. Keys of
+	// groups neither crdserver nor Kubernetes serves are refused; a group
+	// version Kubernetes serves and crdserver does not may be turned off
+	// (nothing to do), not on.
+	RuntimeConfig map[string]string
 }
 
 // ServiceAccountOptions configure the tokens of ServiceAccounts

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -136,6 +137,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Authenticator: func() *auth.Authenticator { return s.authn },
 		CRDChecks:     &apis.CRDChecks{Enforce: cfg.EnforceCRDCompatibility, ExistingObjects: s.existingObjects}})
 	s.tokens = issuer.WithObjects(s.builtin.TokenObjects(s.store))
+	if s.builtin.All, err = applyRuntimeConfig(s.builtin.All, cfg.RuntimeConfig); err != nil {
+		return nil, err
+	}
 	s.budget = budget.New(crdMemoryBudget(cfg.CRDMemoryBudget))
 	s.openapi = openapi.New(s.builtin.All, s.budget)
 	s.registry = registry.New(registry.Options{
@@ -200,17 +204,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		ServiceAddresses: cfg.Conversion.ServiceAddresses,
 		Registerer:       s.metrics.Registry,
 		Log:              s.log,
+		Disabled:         cfg.DisabledAdmissionPlugins,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("admission: %w", err)
 	}
 	s.engine = &resource.Handler{
 		Store:             s.store,
-		Namespaces:        core.NamespaceLifecycle{Namespaces: s.builtin.Namespaces, Store: s.store, Terminations: s.builtin.NamespaceTerminations},
 		Admission:         admission.Engine{Admission: s.adm},
 		Log:               s.log,
 		MinRequestTimeout: cfg.MinRequestTimeout,
 		Stopping:          s.stopping,
+	}
+	if !slices.Contains(cfg.DisabledAdmissionPlugins, "NamespaceLifecycle") {
+		s.engine.Namespaces = core.NamespaceLifecycle{Namespaces: s.builtin.Namespaces, Store: s.store, Terminations: s.builtin.NamespaceTerminations}
 	}
 	if n := filters.APFConcurrency(cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight); !cfg.DisablePriorityAndFairness && n > 0 {
 		if s.apf, err = filters.NewAPF(loop, n, s.registry.Index); err != nil {

@@ -13,12 +13,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
@@ -120,7 +123,22 @@ func run(args []string) error {
 	authn := addAuthnFlags(fs)
 	fs.Var(services, "webhook-service-address", "where a conversion webhook, admission webhook or APIService service is, for a server without cluster DNS: namespace/name:port=host:port (repeatable)")
 	authorization := authorizationFlags(fs)
+	kube := addKubeAPIServerFlags(fs, port)
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(fs, os.Stdout)
+			return nil
+		}
+		return parseError(err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (crdserver --help lists the flags)", fs.Arg(0))
+	}
+	flagSet := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { flagSet[f.Name] = true })
+	ks, err := kube.settings(*tlsCert != "" || *tlsKey != "")
+	if err != nil {
 		return err
 	}
 	if *recheck < 0 {
@@ -134,6 +152,30 @@ func run(args []string) error {
 	slog.SetDefault(log)
 	// client-go's logs (leader election, for one) go the same way.
 	klog.SetSlogLogger(log)
+
+	// --cert-dir: the serving certificate there, made when missing, as
+	// kube-apiserver does.
+	if ks.certFile != "" {
+		if err := os.MkdirAll(filepath.Dir(ks.certFile), 0o755); err != nil {
+			return fmt.Errorf("--cert-dir: %w", err)
+		}
+		if err := ensureSelfSignedCert(ks.certFile, ks.keyFile, *bind, ks.serviceIPRanges, os.Stderr); err != nil {
+			return fmt.Errorf("--cert-dir: %w", err)
+		}
+		*tlsCert, *tlsKey = ks.certFile, ks.keyFile
+	}
+	// With an external etcd and --cert-dir, as kube-apiserver is run, no
+	// data directory is needed: crdserver's own files (its CA and the
+	// admin certificate, the admin kubeconfig, a ServiceAccount key when
+	// none is given) go to a temporary one, removed on exit.
+	if !flagSet["data-dir"] && flagSet["cert-dir"] && *etcdServers != "" {
+		tmp, err := os.MkdirTemp("", "crdserver-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		*dataDir = tmp
+	}
 
 	cfg := server.Config{
 		DataDir:            *dataDir,
@@ -172,6 +214,10 @@ func run(args []string) error {
 		EventTTL:                    *eventTTL,
 		EncryptionProviderConfig:    *encryption,
 		EnforceCRDCompatibility:     *enforceCompat,
+		AllowPrivileged:             ks.allowPrivileged,
+		ServiceClusterIPRanges:      ks.serviceIPRanges,
+		DisabledAdmissionPlugins:    ks.disabledAdmission,
+		RuntimeConfig:               ks.runtimeConfig,
 		Aggregator:                  *aggregator,
 		ServiceAccounts: server.ServiceAccountOptions{
 			SigningKeyFile:     *saSigningKey,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,9 @@ type Options struct {
 	// APIServerID names this server in the plugins' metrics; default
 	// "crdserver".
 	APIServerID string
+	// Disabled are plugins turned off, by name (ValidatingAdmissionWebhook
+	// and the others of the plugin order).
+	Disabled []string
 	// Log receives what admission itself has to say (the plugins log
 	// through klog, as in Kubernetes). Default: slog.Default().
 	Log *slog.Logger
@@ -90,6 +94,17 @@ var pluginOrder = []string{
 	mutatingwebhook.PluginName,   // MutatingAdmissionWebhook
 	validatingpolicy.PluginName,  // ValidatingAdmissionPolicy
 	validatingwebhook.PluginName, // ValidatingAdmissionWebhook
+}
+
+// enabledPlugins are the plugins of pluginOrder not disabled.
+func (a *Admission) enabledPlugins() []string {
+	var enabled []string
+	for _, name := range pluginOrder {
+		if !slices.Contains(a.o.Disabled, name) {
+			enabled = append(enabled, name)
+		}
+	}
+	return enabled
 }
 
 // ExcludedResources are the requests no policy and no webhook sees: the
@@ -247,7 +262,7 @@ func (a *Admission) start(ctx context.Context) error {
 	if r, ok := a.o.RESTMapper.(meta.ResettableRESTMapper); ok {
 		go wait.Until(r.Reset, 30*time.Second, stop)
 	}
-	a.log.Info("admission started", "plugins", pluginOrder)
+	a.log.Info("admission started", "plugins", a.enabledPlugins())
 	return nil
 }
 
@@ -274,7 +289,7 @@ func (a *Admission) build(ctx context.Context, factory informers.SharedInformerF
 		excludedInitializer{},
 	}
 	decorators := admission.Decorators{admission.DecoratorFunc(admissionmetrics.WithControllerMetrics)}
-	c, err := plugins.NewFromPlugins(pluginOrder, noConfig{}, initializers, decorators)
+	c, err := plugins.NewFromPlugins(a.enabledPlugins(), noConfig{}, initializers, decorators)
 	if err != nil {
 		return nil, fmt.Errorf("admission: %w", err)
 	}
@@ -284,7 +299,7 @@ func (a *Admission) build(ctx context.Context, factory informers.SharedInformerF
 			return nil, fmt.Errorf("admission: the informer of %v has not synced: %w", typ, context.Cause(ctx))
 		}
 	}
-	a.log.Info("admission plugins built", "plugins", pluginOrder)
+	a.log.Info("admission plugins built", "plugins", a.enabledPlugins())
 	return admissionmetrics.WithStepMetrics(c), nil
 }
 
