@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,7 +48,15 @@ func TestEnvtestExistingCluster(t *testing.T) {
 	if len(env.CRDs) != 1 || env.CRDs[0].Name != "gadgets.envtest.example.com" {
 		t.Fatalf("installed CRDs: %v", env.CRDs)
 	}
+	runGadgetReconciler(t, cfg)
+}
 
+// runGadgetReconciler runs a controller-runtime manager whose reconciler
+// writes status.doubled = 2 * spec.size of the envtest-crds Gadgets, and
+// checks it does, and that the CRD's schema is enforced. The manager
+// stops when the test ends.
+func runGadgetReconciler(t *testing.T, cfg *rest.Config) {
+	t.Helper()
 	mgr, err := manager.New(cfg, manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
