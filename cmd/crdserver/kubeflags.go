@@ -210,12 +210,13 @@ func validateRuntimeConfig(m cliflag.ConfigurationMap) error {
 // ensureSelfSignedCert makes a self-signed serving certificate and key at
 // certFile and keyFile unless both exist, as kube-apiserver does in its
 // --cert-dir: for the host (the bind address, or localhost), the first
-// IP of the Service range and the kubernetes Service's names.
-func ensureSelfSignedCert(certFile, keyFile, bindAddress string, serviceIPRanges []*net.IPNet, out io.Writer) error {
+// IP of the Service range and the kubernetes Service's names. It says
+// whether it made them.
+func ensureSelfSignedCert(certFile, keyFile, bindAddress string, serviceIPRanges []*net.IPNet) (bool, error) {
 	_, certErr := os.Stat(certFile)
 	_, keyErr := os.Stat(keyFile)
 	if certErr == nil && keyErr == nil {
-		return nil
+		return false, nil
 	}
 	host := bindAddress
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
@@ -230,16 +231,12 @@ func ensureSelfSignedCert(certFile, keyFile, bindAddress string, serviceIPRanges
 	dns := []string{"kubernetes.default.svc", "kubernetes.default", "kubernetes", "localhost"}
 	cert, key, err := certutil.GenerateSelfSignedCertKey(host, ips, dns)
 	if err != nil {
-		return fmt.Errorf("unable to generate self signed cert: %w", err)
+		return false, fmt.Errorf("unable to generate self signed cert: %w", err)
 	}
 	if err := certutil.WriteCert(certFile, cert); err != nil {
-		return err
+		return false, err
 	}
-	if err := keyutil.WriteKey(keyFile, key); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "Generated self-signed cert (%s, %s)\n", certFile, keyFile)
-	return nil
+	return true, keyutil.WriteKey(keyFile, key)
 }
 
 // usage prints the flags as kube-apiserver's --help does: one

@@ -165,8 +165,8 @@ func TestEnsureSelfSignedCert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ensureSelfSignedCert(crt, key, "127.0.0.1", ranges, io.Discard); err != nil {
-		t.Fatal(err)
+	if made, err := ensureSelfSignedCert(crt, key, "127.0.0.1", ranges); err != nil || !made {
+		t.Fatalf("made %v, %v", made, err)
 	}
 	data, err := os.ReadFile(crt)
 	if err != nil {
@@ -186,8 +186,8 @@ func TestEnsureSelfSignedCert(t *testing.T) {
 	if err := cert.VerifyHostname("10.0.0.1"); err != nil {
 		t.Error(err)
 	}
-	if err := ensureSelfSignedCert(crt, key, "127.0.0.1", ranges, io.Discard); err != nil {
-		t.Fatal(err)
+	if made, err := ensureSelfSignedCert(crt, key, "127.0.0.1", ranges); err != nil || made {
+		t.Fatalf("made %v, %v", made, err)
 	}
 	again, _ := os.ReadFile(crt)
 	if !bytes.Equal(again, data) {

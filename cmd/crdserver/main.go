@@ -159,8 +159,12 @@ func run(args []string) error {
 		if err := os.MkdirAll(filepath.Dir(ks.certFile), 0o755); err != nil {
 			return fmt.Errorf("--cert-dir: %w", err)
 		}
-		if err := ensureSelfSignedCert(ks.certFile, ks.keyFile, *bind, ks.serviceIPRanges, os.Stderr); err != nil {
+		made, err := ensureSelfSignedCert(ks.certFile, ks.keyFile, *bind, ks.serviceIPRanges)
+		if err != nil {
 			return fmt.Errorf("--cert-dir: %w", err)
+		}
+		if made {
+			log.Info("generated a self-signed serving certificate", "cert", ks.certFile, "key", ks.keyFile)
 		}
 		*tlsCert, *tlsKey = ks.certFile, ks.keyFile
 	}
