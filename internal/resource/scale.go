@@ -195,6 +195,12 @@ func (c *call) updateScale(how scaleWrite) {
 	newScale := func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 		var doc []byte
 		switch {
+		case !patch && mt == request.Protobuf && c.res.Protobuf:
+			// client-go's typed clients send built-in kinds' Scales
+			// as protobuf.
+			if doc, err = request.ProtobufToJSON(body, "Scale"); err != nil {
+				return nil, err
+			}
 		case !patch:
 			j, err := request.ToJSON(body, mt, "Scale")
 			if err != nil {
