@@ -210,7 +210,7 @@ func TestDeploymentScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Spec.Replicas != 1 || s.Status.Replicas != 0 || s.Name != "web" || s.UID != d.UID {
+	if s.Spec.Replicas != 1 || s.Status.Replicas != 0 || s.Status.Selector != "app=web" || s.Name != "web" || s.UID != d.UID {
 		t.Fatalf("scale %+v", s)
 	}
 	s.Spec.Replicas = 4

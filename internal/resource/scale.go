@@ -28,6 +28,10 @@ type Scale struct {
 	SpecReplicasPath   string
 	StatusReplicasPath string
 	LabelSelectorPath  string
+	// Selector, when set, gives the Scale's status.selector from the
+	// object instead of LabelSelectorPath (a built-in kind's, formatted
+	// from its spec.selector).
+	Selector func(obj map[string]any) (string, error)
 }
 
 func splitPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
@@ -44,7 +48,11 @@ func (s *Scale) toScale(obj map[string]any) (*autoscalingv1.Scale, bool, error) 
 		return nil, false, err
 	}
 	var selector string
-	if s.LabelSelectorPath != "" {
+	if s.Selector != nil {
+		if selector, err = s.Selector(obj); err != nil {
+			return nil, false, err
+		}
+	} else if s.LabelSelectorPath != "" {
 		if selector, _, err = unstructured.NestedString(obj, splitPath(s.LabelSelectorPath)...); err != nil {
 			return nil, false, err
 		}

@@ -49,7 +49,7 @@ func Deployments(cache *store.Cache) *resource.Resource {
 		Versions: []*resource.Version{{
 			Name:   "v1",
 			Status: true,
-			Scale:  &resource.Scale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"},
+			Scale:  &resource.Scale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", Selector: specSelector},
 		}},
 		StorageVersion:           "v1",
 		KeyPrefix:                DeploymentPrefix,
@@ -63,6 +63,24 @@ func Deployments(cache *store.Cache) *resource.Resource {
 		StrategicMergeType:       &appsv1.Deployment{},
 		Verbs:                    []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 	}
+}
+
+// specSelector is the Scale's status.selector: spec.selector as a label
+// selector string, as kube's deployment scale subresource gives it.
+func specSelector(obj map[string]any) (string, error) {
+	m, found, err := unstructured.NestedMap(obj, "spec", "selector")
+	if err != nil || !found {
+		return "", err
+	}
+	ls := &metav1.LabelSelector{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, ls); err != nil {
+		return "", err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return "", err
+	}
+	return sel.String(), nil
 }
 
 // defaults applies apps/v1's defaults (SetObjectDefaults_Deployment).
