@@ -422,3 +422,140 @@ func TestDeploymentRBAC(t *testing.T) {
 		t.Fatalf("create as view: %v, want Forbidden", err)
 	}
 }
+
+// workloadBody is minimalDeployment's body as another apps kind.
+func workloadBody(t *testing.T, kind, name string, edit func(m map[string]any)) string {
+	t.Helper()
+	d := minimalDeployment(name)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(mustJSON(d)), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["kind"] = kind
+	delete(m, "status")
+	if edit != nil {
+		edit(m)
+	}
+	return mustJSON(m)
+}
+
+// TestWorkloadDefaults creates the other apps kinds with the least spec
+// and compares what is stored with kube-apiserver v1.37.2's answers.
+func TestWorkloadDefaults(t *testing.T) {
+	e := start(t)
+	cases := []struct{ kind, resource, want string }{
+		{"ReplicaSet", "replicasets", `{"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"nginx","resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"Always"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","securityContext":{},"schedulerName":"default-scheduler"}}},"status":{"replicas":0}}`},
+		{"StatefulSet", "statefulsets", `{"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"nginx","resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"Always"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","securityContext":{},"schedulerName":"default-scheduler"}},"serviceName":"","podManagementPolicy":"OrderedReady","updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":0,"maxUnavailable":1}},"revisionHistoryLimit":10,"persistentVolumeClaimRetentionPolicy":{"whenDeleted":"Retain","whenScaled":"Retain"}},"status":{"replicas":0,"availableReplicas":0}}`},
+		{"DaemonSet", "daemonsets", `{"spec":{"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"nginx","resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"Always"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","securityContext":{},"schedulerName":"default-scheduler"}},"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":1,"maxSurge":0}},"revisionHistoryLimit":10},"status":{"currentNumberScheduled":0,"numberMisscheduled":0,"desiredNumberScheduled":0,"numberReady":0}}`},
+	}
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			path := "/apis/apps/v1/namespaces/default/" + c.resource
+			r := e.do(http.MethodPost, path, workloadBody(t, c.kind, "web", nil))
+			if r.code != http.StatusCreated {
+				t.Fatalf("create: %d %s", r.code, r.body)
+			}
+			for _, got := range []map[string]any{r.object(t), e.do(http.MethodGet, path+"/web", "").object(t)} {
+				if meta := got["metadata"].(map[string]any); meta["generation"] != float64(1) && meta["generation"] != int64(1) {
+					t.Errorf("generation %v, want 1", meta["generation"])
+				}
+				g := jsonRoundTrip(t, map[string]any{"spec": got["spec"], "status": got["status"]})
+				var w any
+				if err := json.Unmarshal([]byte(c.want), &w); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(g, w) {
+					t.Errorf("stored\n%s\nwant (kube-apiserver's)\n%s", mustJSON(g), c.want)
+				}
+			}
+		})
+	}
+}
+
+func jsonRoundTrip(t *testing.T, v any) any {
+	t.Helper()
+	var out any
+	if err := json.Unmarshal([]byte(mustJSON(v)), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestWorkloadValidation compares kube-apiserver v1.37.2's answers to
+// invalid ReplicaSets, StatefulSets and DaemonSets.
+func TestWorkloadValidation(t *testing.T) {
+	e := start(t)
+	cases := []struct {
+		kind, resource, name string
+		edit                 func(m map[string]any)
+		msg                  string
+		cause                metav1.StatusCause
+	}{{
+		kind: "StatefulSet", resource: "statefulsets", name: "web.x",
+		msg:   `StatefulSet.apps "web.x" is invalid: metadata.name: Invalid value: "web.x": must not contain dots`,
+		cause: metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "web.x": must not contain dots`, Field: "metadata.name"},
+	}, {
+		kind: "DaemonSet", resource: "daemonsets", name: "web",
+		edit: func(m map[string]any) {
+			m["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["restartPolicy"] = "Never"
+		},
+		msg:   `DaemonSet.apps "web" is invalid: spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"`,
+		cause: metav1.StatusCause{Type: metav1.CauseTypeFieldValueNotSupported, Message: `Unsupported value: "Never": supported values: "Always"`, Field: "spec.template.spec.restartPolicy"},
+	}, {
+		kind: "ReplicaSet", resource: "replicasets", name: "web",
+		edit:  func(m map[string]any) { m["spec"].(map[string]any)["replicas"] = -2 },
+		msg:   `ReplicaSet.apps "web" is invalid: spec.replicas: Invalid value: -2: must be greater than or equal to 0`,
+		cause: metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: "Invalid value: -2: must be greater than or equal to 0", Field: "spec.replicas"},
+	}}
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			r := e.do(http.MethodPost, "/apis/apps/v1/namespaces/default/"+c.resource, workloadBody(t, c.kind, c.name, c.edit))
+			st := expectStatus(t, r, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "")
+			want := &metav1.StatusDetails{Name: c.name, Group: "apps", Kind: c.kind, Causes: []metav1.StatusCause{c.cause}}
+			if st.Message != c.msg || !reflect.DeepEqual(st.Details, want) {
+				t.Errorf("got %s\nwant message %s details %s", r.body, c.msg, mustJSON(want))
+			}
+		})
+	}
+}
+
+// TestWorkloadSubresources: ReplicaSets and StatefulSets scale, a
+// DaemonSet has no scale; each writes its status through status only.
+func TestWorkloadSubresources(t *testing.T) {
+	e := start(t)
+	for _, res := range []string{"replicasets", "statefulsets", "daemonsets"} {
+		kind := map[string]string{"replicasets": "ReplicaSet", "statefulsets": "StatefulSet", "daemonsets": "DaemonSet"}[res]
+		path := "/apis/apps/v1/namespaces/default/" + res + "/web"
+		if r := e.do(http.MethodPost, "/apis/apps/v1/namespaces/default/"+res, workloadBody(t, kind, "web", nil)); r.code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", res, r.code, r.body)
+		}
+		r := e.do(http.MethodGet, path+"/scale", "")
+		if res == "daemonsets" {
+			if r.code != http.StatusNotFound {
+				t.Errorf("daemonsets/scale: %d %s", r.code, r.body)
+			}
+		} else {
+			var s autoscalingv1.Scale
+			if r.code != http.StatusOK || json.Unmarshal(r.body, &s) != nil || s.Spec.Replicas != 1 || s.Status.Selector != "app=web" {
+				t.Fatalf("%s/scale: %d %s", res, r.code, r.body)
+			}
+			r = e.do(http.MethodPatch, path+"/scale", `{"spec":{"replicas":3}}`, "Content-Type", "application/merge-patch+json")
+			if r.code != http.StatusOK {
+				t.Fatalf("%s/scale patch: %d %s", res, r.code, r.body)
+			}
+			obj := e.do(http.MethodGet, path, "").object(t)
+			if spec := obj["spec"].(map[string]any); spec["replicas"] != float64(3) && spec["replicas"] != int64(3) {
+				t.Fatalf("%s after scaling: spec %v", res, spec)
+			}
+		}
+		// Status through the main resource is dropped, through status kept.
+		r = e.do(http.MethodPatch, path, `{"status":{"observedGeneration":7}}`, "Content-Type", "application/merge-patch+json")
+		if st := r.object(t)["status"].(map[string]any); r.code != http.StatusOK || st["observedGeneration"] != nil {
+			t.Fatalf("%s status through the main resource: %d %s", res, r.code, r.body)
+		}
+		r = e.do(http.MethodPatch, path+"/status", `{"status":{"observedGeneration":7}}`, "Content-Type", "application/merge-patch+json")
+		if st := r.object(t)["status"].(map[string]any); r.code != http.StatusOK || (st["observedGeneration"] != float64(7) && st["observedGeneration"] != int64(7)) {
+			t.Fatalf("%s status: %d %s", res, r.code, r.body)
+		}
+	}
+}

@@ -155,7 +155,9 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 	if authn == nil {
 		authn = func() *auth.Authenticator { return nil }
 	}
-	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events, b.APIServices, apps.Deployments(newCache(apps.DeploymentPrefix)), b.EventsV1)
+	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events, b.APIServices)
+	b.All = append(b.All, apps.Resources(newCache)...)
+	b.All = append(b.All, b.EventsV1)
 	b.All = append(b.All, authorization.Reviews(policy, authn)...)
 	b.All = append(b.All, b.RBAC...)
 	b.All = append(b.All, b.AdmissionRegistration.All()...)
@@ -192,6 +194,9 @@ var keyResources = map[string]schema.GroupResource{
 	core.EventPrefix:                {Resource: "events"},
 	coordination.LeasePrefix:        {Group: coordinationv1.GroupName, Resource: "leases"},
 	apps.DeploymentPrefix:           {Group: "apps", Resource: "deployments"},
+	apps.ReplicaSetPrefix:           {Group: "apps", Resource: "replicasets"},
+	apps.StatefulSetPrefix:          {Group: "apps", Resource: "statefulsets"},
+	apps.DaemonSetPrefix:            {Group: "apps", Resource: "daemonsets"},
 	apiextensions.CRDPrefix:         {Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"},
 	storagemigration.Prefix:         {Group: svmv1.GroupName, Resource: "storageversionmigrations"},
 	apiregistration.Prefix:          {Group: apiregistration.Group, Resource: "apiservices"},
