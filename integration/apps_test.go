@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -352,6 +353,12 @@ func TestDeploymentTableAndDiscovery(t *testing.T) {
 	var meta metav1.PartialObjectMetadata
 	if err := json.Unmarshal(tbl.Rows[0].Object.Raw, &meta); err != nil || meta.Name != "web" {
 		t.Fatalf("row object %s: %v", tbl.Rows[0].Object.Raw, err)
+	}
+
+	// Protobuf, as client-go's typed clients ask for it.
+	pb := e.do(http.MethodGet, "/apis/apps/v1/namespaces/default/deployments/web", "", "Accept", "application/vnd.kubernetes.protobuf")
+	if pb.code != http.StatusOK || pb.header.Get("Content-Type") != "application/vnd.kubernetes.protobuf" || !strings.HasPrefix(string(pb.body), "k8s\x00") {
+		t.Fatalf("protobuf: %d %v %q", pb.code, pb.header, pb.body)
 	}
 
 	list, err := e.kube.Discovery().ServerResourcesForGroupVersion("apps/v1")
