@@ -566,3 +566,17 @@ func TestWorkloadSubresources(t *testing.T) {
 		}
 	}
 }
+
+// TestDeploymentWarnings: kube's strategy's warnings reach the client.
+func TestDeploymentWarnings(t *testing.T) {
+	e := start(t)
+	r := e.do(http.MethodPost, "/apis/apps/v1/namespaces/default/deployments", mustJSON(minimalDeployment("web.x")))
+	if r.code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	// kube-apiserver v1.37.2's header.
+	want := `299 - "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]"`
+	if got := r.header.Values("Warning"); !slices.Equal(got, []string{want}) {
+		t.Fatalf("warnings %q, want %q", got, want)
+	}
+}
