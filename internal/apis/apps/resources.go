@@ -151,7 +151,8 @@ func specSelector(obj map[string]any) (string, error) {
 	return sel.String(), nil
 }
 
-// defaults applies apps/v1's defaults (SetObjectDefaults_Deployment).
+// defaults applies apps/v1's defaults (SetObjectDefaults_<Kind> of
+// k8s.io/kubernetes/pkg/apis/apps/v1, registered in legacyscheme).
 func defaults[V any](v *V) {
 	if o, ok := any(v).(runtime.Object); ok {
 		legacyscheme.Scheme.Default(o)
