@@ -1,6 +1,6 @@
 // Package apis registers every built-in API crdserver serves, in one
 // place. Each group lives in its own package (core, events, rbac,
-// authorization, admissionregistration, coordination, flowcontrol,
+// authorization, admissionregistration, coordination, flowcontrol, apps,
 // apiextensions, apiregistration, storagemigration) with its strategy, table and validation; the engine
 // (package resource) knows none of them by name.
 package apis
@@ -14,6 +14,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -30,6 +31,7 @@ import (
 	"github.com/crdserver/crdserver/internal/apis/admissionregistration"
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
 	"github.com/crdserver/crdserver/internal/apis/apiregistration"
+	"github.com/crdserver/crdserver/internal/apis/apps"
 	"github.com/crdserver/crdserver/internal/apis/authorization"
 	"github.com/crdserver/crdserver/internal/apis/conversionrules"
 	"github.com/crdserver/crdserver/internal/apis/coordination"
@@ -68,7 +70,7 @@ type Builtin struct {
 	RBAC         []*resource.Resource
 	ClusterRoles *resource.Resource
 	// All is every built-in resource, in the order of kube-apiserver's
-	// discovery (its group priorities): core, apiregistration, events, authentication,
+	// discovery (its group priorities): core, apiregistration, apps, events, authentication,
 	// authorization, rbac, admissionregistration, apiextensions,
 	// coordination, flowcontrol, storagemigration.
 	All []*resource.Resource
@@ -109,7 +111,7 @@ type CRDChecks struct {
 func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o Options) *Builtin {
 	protobufOnce.Do(func() {
 		if err := request.AddProtobufTypes(corev1.AddToScheme, eventsv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme,
-			rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, coordinationv1.AddToScheme, flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme, apiregistration.AddToScheme); err != nil {
+			rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, coordinationv1.AddToScheme, flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme, apiregistration.AddToScheme, apps.AddToScheme, autoscalingv1.AddToScheme); err != nil {
 			panic(err)
 		}
 	})
@@ -153,7 +155,9 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 	if authn == nil {
 		authn = func() *auth.Authenticator { return nil }
 	}
-	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events, b.APIServices, b.EventsV1)
+	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events, b.APIServices)
+	b.All = append(b.All, apps.Resources(newCache)...)
+	b.All = append(b.All, b.EventsV1)
 	b.All = append(b.All, authorization.Reviews(policy, authn)...)
 	b.All = append(b.All, b.RBAC...)
 	b.All = append(b.All, b.AdmissionRegistration.All()...)
@@ -189,6 +193,10 @@ var keyResources = map[string]schema.GroupResource{
 	core.ServiceAccountPrefix:       {Resource: "serviceaccounts"},
 	core.EventPrefix:                {Resource: "events"},
 	coordination.LeasePrefix:        {Group: coordinationv1.GroupName, Resource: "leases"},
+	apps.DeploymentPrefix:           {Group: "apps", Resource: "deployments"},
+	apps.ReplicaSetPrefix:           {Group: "apps", Resource: "replicasets"},
+	apps.StatefulSetPrefix:          {Group: "apps", Resource: "statefulsets"},
+	apps.DaemonSetPrefix:            {Group: "apps", Resource: "daemonsets"},
 	apiextensions.CRDPrefix:         {Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"},
 	storagemigration.Prefix:         {Group: svmv1.GroupName, Resource: "storageversionmigrations"},
 	apiregistration.Prefix:          {Group: apiregistration.Group, Resource: "apiservices"},

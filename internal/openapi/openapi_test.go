@@ -171,6 +171,7 @@ func TestRootListsBuiltinDocuments(t *testing.T) {
 		"apis/storagemigration.k8s.io", "apis/storagemigration.k8s.io/v1", "apis/storagemigration.k8s.io/v1beta1",
 		"apis/conversion.crdserver.io", "apis/conversion.crdserver.io/v1alpha1",
 		"apis/apiregistration.k8s.io", "apis/apiregistration.k8s.io/v1",
+		"apis/apps", "apis/apps/v1",
 		"version",
 	}
 	for _, path := range want {

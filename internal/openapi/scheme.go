@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -34,6 +35,7 @@ var builtinScheme = sync.OnceValue(func() *runtime.Scheme {
 		rbacv1.AddToScheme,
 		admissionregistrationv1.AddToScheme,
 		coordinationv1.AddToScheme,
+		appsv1.AddToScheme,
 		flowcontrolv1.AddToScheme,
 		svmv1.AddToScheme,
 		svmv1beta1.AddToScheme,

@@ -28,6 +28,10 @@ type Scale struct {
 	SpecReplicasPath   string
 	StatusReplicasPath string
 	LabelSelectorPath  string
+	// Selector, when set, gives the Scale's status.selector from the
+	// object instead of LabelSelectorPath (a built-in kind's, formatted
+	// from its spec.selector).
+	Selector func(obj map[string]any) (string, error)
 }
 
 func splitPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
@@ -44,7 +48,11 @@ func (s *Scale) toScale(obj map[string]any) (*autoscalingv1.Scale, bool, error) 
 		return nil, false, err
 	}
 	var selector string
-	if s.LabelSelectorPath != "" {
+	if s.Selector != nil {
+		if selector, err = s.Selector(obj); err != nil {
+			return nil, false, err
+		}
+	} else if s.LabelSelectorPath != "" {
 		if selector, _, err = unstructured.NestedString(obj, splitPath(s.LabelSelectorPath)...); err != nil {
 			return nil, false, err
 		}
@@ -195,6 +203,12 @@ func (c *call) updateScale(how scaleWrite) {
 	newScale := func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 		var doc []byte
 		switch {
+		case !patch && mt == request.Protobuf && c.res.Protobuf:
+			// client-go's typed clients send built-in kinds' Scales
+			// as protobuf.
+			if doc, err = request.ProtobufToJSON(body, "Scale"); err != nil {
+				return nil, err
+			}
 		case !patch:
 			j, err := request.ToJSON(body, mt, "Scale")
 			if err != nil {

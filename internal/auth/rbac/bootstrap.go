@@ -71,6 +71,7 @@ func DefaultClusterRoles() []rbacv1.ClusterRole {
 				{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
 				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: write},
 				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: readWrite},
+				{APIGroups: []string{"apps"}, Resources: []string{"daemonsets", "deployments", "deployments/scale", "replicasets", "replicasets/scale", "statefulsets", "statefulsets/scale"}, Verbs: write},
 			},
 		},
 		{
@@ -80,6 +81,10 @@ func DefaultClusterRoles() []rbacv1.ClusterRole {
 				{APIGroups: []string{""}, Resources: []string{"namespaces/status"}, Verbs: read},
 				{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: read},
 				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: read},
+				{APIGroups: []string{"apps"}, Resources: []string{
+					"daemonsets", "daemonsets/status", "deployments", "deployments/scale", "deployments/status",
+					"replicasets", "replicasets/scale", "replicasets/status", "statefulsets", "statefulsets/scale", "statefulsets/status",
+				}, Verbs: read},
 			},
 		},
 		{
