@@ -293,7 +293,7 @@ func apfReport(dir string, p func(string, ...any)) (fails []string) {
 	if len(c) == 0 && len(k) == 0 {
 		return nil
 	}
-	first := append(c, k...)[0]
+	first := slices.Concat(c, k)[0]
 	p("## API Priority and Fairness: a noisy tenant (crdbench apf)\n\n")
 	p("%d clients of one user list all %s objects of a custom resource as fast as they can for %.0f s (honouring Retry-After as client-go does), "+
 		"while a controller (system:kube-controller-manager: the leader-election FlowSchema) renews a Lease every 2 s and the admin "+
