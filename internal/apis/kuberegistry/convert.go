@@ -57,7 +57,15 @@ func editInternal[V, I any](obj *resource.Object, f func(*I)) {
 		return
 	}
 	f(in)
-	_ = External[V](in, obj)
+	out := new(V)
+	if err := legacyscheme.Scheme.Convert(in, out, nil); err != nil {
+		return
+	}
+	// kube-apiserver answers and later reads what it wrote decoded from
+	// storage, which defaults it again: what f set may have defaults of
+	// its own (a Job's labels are its generated template labels).
+	defaults(out)
+	_ = resource.FromTyped(out, obj)
 }
 
 func decodeError(err error) field.ErrorList {

@@ -57,7 +57,7 @@ func (k Kind[V, I]) Resource(cache *store.Cache) *resource.Resource {
 		StorageVersion:           k.Version,
 		KeyPrefix:                k.Prefix,
 		Cache:                    cache,
-		Strategy:                 TypedStrategy[V, I]{Kind: k.Kind, Version: k.Version, Kube: k.Kube, Status: k.StatusKube},
+		Strategy:                 TypedStrategy[V, I]{Group: k.Group, Kind: k.Kind, Version: k.Version, Kube: k.Kube, Status: k.StatusKube},
 		Converter:                conversion.None{},
 		Table:                    Table[V, I]{List: k.List},
 		FieldManagers:            resource.BuiltinFieldManagers(k.Group, k.Kind, k.StatusKube != nil),

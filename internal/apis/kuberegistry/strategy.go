@@ -4,8 +4,11 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/operation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/crdserver/crdserver/internal/resource"
 )
@@ -34,8 +37,9 @@ type StatusStrategy interface {
 // metadata itself (with the same functions), so kube's errors on
 // metadata are left out to report each once.
 type TypedStrategy[V, I any] struct {
-	// Kind and Version are the served kind's, for decoding errors.
-	Kind, Version string
+	// Group, Kind and Version are the served kind's, for decoding errors
+	// and declarative validation (which validates the served version).
+	Group, Kind, Version string
 	Kube          Strategy
 	// Status is the status strategy (nil: no status subresource).
 	Status StatusStrategy
@@ -78,7 +82,7 @@ func (s TypedStrategy[V, I]) Validate(ctx context.Context, obj *resource.Object)
 	if err != nil {
 		return decodeError(err)
 	}
-	return withoutMetadata(s.Kube.Validate(ctx, in))
+	return withoutMetadata(s.declarative(ctx, s.Kube, in, nil, "", s.Kube.Validate(ctx, in)))
 }
 
 // ValidateUpdate is kube's validation of an update, without its metadata errors.
@@ -91,7 +95,7 @@ func (s TypedStrategy[V, I]) ValidateUpdate(ctx context.Context, obj, old *resou
 	if err != nil {
 		return decodeError(err)
 	}
-	return withoutMetadata(s.Kube.ValidateUpdate(ctx, in, o))
+	return withoutMetadata(s.declarative(ctx, s.Kube, in, o, "", s.Kube.ValidateUpdate(ctx, in, o)))
 }
 
 // WarningsOnCreate are kube's warnings on a new object.
@@ -136,7 +140,27 @@ func (s TypedStrategy[V, I]) ValidateStatusUpdate(ctx context.Context, obj, old 
 	if err != nil {
 		return decodeError(err)
 	}
-	return withoutMetadata(s.Status.ValidateUpdate(ctx, in, o))
+	return withoutMetadata(s.declarative(ctx, s.Status, in, o, "status", s.Status.ValidateUpdate(ctx, in, o)))
+}
+
+// declarative adds what kube's declarative validation finds (the rules
+// of the served version's type tags) to errs, kube's hand-written
+// errors, as kube-apiserver's registry does after a strategy's
+// validation: errors it reports in place of hand-written ones replace
+// them. old is nil on create; sub names the subresource.
+func (s TypedStrategy[V, I]) declarative(ctx context.Context, kube any, obj, old runtime.Object, sub string, errs field.ErrorList) field.ErrorList {
+	dv, ok := kube.(rest.DeclarativeValidationStrategy)
+	if !ok {
+		return errs
+	}
+	op := operation.Create
+	if old != nil {
+		op = operation.Update
+	}
+	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true, APIGroup: s.Group, APIVersion: s.Version, Subresource: sub,
+	})
+	return dv.ValidateDeclaratively(ctx, obj, old, errs, op, dv.DeclarativeValidationConfig(ctx, obj, old))
 }
 
 // withoutMetadata drops the errors on the object's metadata.
