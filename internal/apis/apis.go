@@ -1,7 +1,8 @@
 // Package apis registers every built-in API crdserver serves, in one
 // place. Each group lives in its own package (core, events, rbac,
 // authorization, admissionregistration, coordination, flowcontrol, apps,
-// apiextensions, apiregistration, storagemigration) with its strategy, table and validation; the engine
+// batch, policy, autoscaling, networking, discovery, apiextensions,
+// apiregistration, storagemigration) with its strategy, table and validation; the engine
 // (package resource) knows none of them by name.
 package apis
 
@@ -33,11 +34,16 @@ import (
 	"github.com/crdserver/crdserver/internal/apis/apiregistration"
 	"github.com/crdserver/crdserver/internal/apis/apps"
 	"github.com/crdserver/crdserver/internal/apis/authorization"
+	"github.com/crdserver/crdserver/internal/apis/autoscaling"
+	"github.com/crdserver/crdserver/internal/apis/batch"
 	"github.com/crdserver/crdserver/internal/apis/conversionrules"
 	"github.com/crdserver/crdserver/internal/apis/coordination"
 	"github.com/crdserver/crdserver/internal/apis/core"
+	"github.com/crdserver/crdserver/internal/apis/discovery"
 	"github.com/crdserver/crdserver/internal/apis/events"
 	"github.com/crdserver/crdserver/internal/apis/flowcontrol"
+	"github.com/crdserver/crdserver/internal/apis/networking"
+	policyapi "github.com/crdserver/crdserver/internal/apis/policy"
 	"github.com/crdserver/crdserver/internal/apis/rbac"
 	"github.com/crdserver/crdserver/internal/apis/storagemigration"
 	"github.com/crdserver/crdserver/internal/request"
@@ -71,8 +77,9 @@ type Builtin struct {
 	ClusterRoles *resource.Resource
 	// All is every built-in resource, in the order of kube-apiserver's
 	// discovery (its group priorities): core, apiregistration, apps, events, authentication,
-	// authorization, rbac, admissionregistration, apiextensions,
-	// coordination, flowcontrol, storagemigration.
+	// authorization, autoscaling, batch, networking, policy, rbac,
+	// admissionregistration, apiextensions, coordination, discovery,
+	// flowcontrol, storagemigration.
 	All []*resource.Resource
 }
 
@@ -111,7 +118,8 @@ type CRDChecks struct {
 func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o Options) *Builtin {
 	protobufOnce.Do(func() {
 		if err := request.AddProtobufTypes(corev1.AddToScheme, eventsv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme,
-			rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, coordinationv1.AddToScheme, flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme, apiregistration.AddToScheme, apps.AddToScheme, autoscalingv1.AddToScheme); err != nil {
+			rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, coordinationv1.AddToScheme, flowcontrolv1.AddToScheme, apiextensionsv1.AddToScheme, svmv1.AddToScheme, svmv1beta1.AddToScheme, apiregistration.AddToScheme, apps.AddToScheme, autoscalingv1.AddToScheme,
+			batch.AddToScheme, policyapi.AddToScheme, autoscaling.AddToScheme, networking.AddToScheme, discovery.AddToScheme); err != nil {
 			panic(err)
 		}
 	})
@@ -159,9 +167,15 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 	b.All = append(b.All, apps.Resources(newCache)...)
 	b.All = append(b.All, b.EventsV1)
 	b.All = append(b.All, authorization.Reviews(policy, authn)...)
+	b.All = append(b.All, autoscaling.Resources(newCache)...)
+	b.All = append(b.All, batch.Resources(newCache)...)
+	b.All = append(b.All, networking.Resources(newCache)...)
+	b.All = append(b.All, policyapi.Resources(newCache)...)
 	b.All = append(b.All, b.RBAC...)
 	b.All = append(b.All, b.AdmissionRegistration.All()...)
-	b.All = append(b.All, b.CRDs, b.Leases, b.FlowSchemas, b.PriorityLevels, b.Migrations, b.ConversionRules)
+	b.All = append(b.All, b.CRDs, b.Leases)
+	b.All = append(b.All, discovery.Resources(newCache)...)
+	b.All = append(b.All, b.FlowSchemas, b.PriorityLevels, b.Migrations, b.ConversionRules)
 	return b
 }
 
@@ -213,6 +227,15 @@ var keyResources = map[string]schema.GroupResource{
 	admissionregistration.ValidatingAdmissionPolicyBindingPrefix: {Group: admissionregistrationv1.GroupName, Resource: "validatingadmissionpolicybindings"},
 	admissionregistration.MutatingAdmissionPolicyPrefix:          {Group: admissionregistrationv1.GroupName, Resource: "mutatingadmissionpolicies"},
 	admissionregistration.MutatingAdmissionPolicyBindingPrefix:   {Group: admissionregistrationv1.GroupName, Resource: "mutatingadmissionpolicybindings"},
+
+	batch.JobPrefix:                           {Group: "batch", Resource: "jobs"},
+	batch.CronJobPrefix:                       {Group: "batch", Resource: "cronjobs"},
+	policyapi.PodDisruptionBudgetPrefix:       {Group: "policy", Resource: "poddisruptionbudgets"},
+	autoscaling.HorizontalPodAutoscalerPrefix: {Group: "autoscaling", Resource: "horizontalpodautoscalers"},
+	networking.IngressPrefix:                  {Group: "networking.k8s.io", Resource: "ingresses"},
+	networking.IngressClassPrefix:             {Group: "networking.k8s.io", Resource: "ingressclasses"},
+	networking.NetworkPolicyPrefix:            {Group: "networking.k8s.io", Resource: "networkpolicies"},
+	discovery.EndpointSlicePrefix:             {Group: "discovery.k8s.io", Resource: "endpointslices"},
 }
 
 // KeyResource says which resource an etcd key holds: a built-in one, or a
