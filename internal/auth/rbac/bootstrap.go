@@ -72,6 +72,10 @@ func DefaultClusterRoles() []rbacv1.ClusterRole {
 				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: write},
 				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: readWrite},
 				{APIGroups: []string{"apps"}, Resources: []string{"daemonsets", "deployments", "deployments/scale", "replicasets", "replicasets/scale", "statefulsets", "statefulsets/scale"}, Verbs: write},
+				{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: write},
+				{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: write},
+				{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: write},
+				{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies", "ingresses"}, Verbs: write},
 			},
 		},
 		{
@@ -85,6 +89,11 @@ func DefaultClusterRoles() []rbacv1.ClusterRole {
 					"daemonsets", "daemonsets/status", "deployments", "deployments/scale", "deployments/status",
 					"replicasets", "replicasets/scale", "replicasets/status", "statefulsets", "statefulsets/scale", "statefulsets/status",
 				}, Verbs: read},
+				{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: read},
+				{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers", "horizontalpodautoscalers/status"}, Verbs: read},
+				{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs", "cronjobs/status", "jobs/status"}, Verbs: read},
+				{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets", "poddisruptionbudgets/status"}, Verbs: read},
+				{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies", "ingresses", "ingresses/status"}, Verbs: read},
 			},
 		},
 		{
