@@ -39,7 +39,7 @@ func TestDiscovery(t *testing.T) {
 	for _, g := range groups {
 		names = append(names, g.Name)
 	}
-	if !slices.Equal(names, []string{"", "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "rbac.authorization.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io", "flowcontrol.apiserver.k8s.io", "storagemigration.k8s.io", "conversion.crdserver.io", "stable.example.com"}) {
+	if !slices.Equal(names, []string{"", "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "autoscaling", "batch", "networking.k8s.io", "policy", "rbac.authorization.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io", "flowcontrol.apiserver.k8s.io", "storagemigration.k8s.io", "conversion.crdserver.io", "stable.example.com"}) {
 		t.Fatalf("groups %v", names)
 	}
 	var found *metav1.APIResource

@@ -172,6 +172,8 @@ func TestRootListsBuiltinDocuments(t *testing.T) {
 		"apis/conversion.crdserver.io", "apis/conversion.crdserver.io/v1alpha1",
 		"apis/apiregistration.k8s.io", "apis/apiregistration.k8s.io/v1",
 		"apis/apps", "apis/apps/v1",
+		"apis/batch", "apis/batch/v1", "apis/policy", "apis/policy/v1", "apis/autoscaling", "apis/autoscaling/v2",
+		"apis/networking.k8s.io", "apis/networking.k8s.io/v1", "apis/discovery.k8s.io", "apis/discovery.k8s.io/v1",
 		"version",
 	}
 	for _, path := range want {

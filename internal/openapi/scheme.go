@@ -7,10 +7,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	svmv1 "k8s.io/api/storagemigration/v1"
 	svmv1beta1 "k8s.io/api/storagemigration/v1beta1"
@@ -36,6 +41,11 @@ var builtinScheme = sync.OnceValue(func() *runtime.Scheme {
 		admissionregistrationv1.AddToScheme,
 		coordinationv1.AddToScheme,
 		appsv1.AddToScheme,
+		batchv1.AddToScheme,
+		policyv1.AddToScheme,
+		autoscalingv2.AddToScheme,
+		networkingv1.AddToScheme,
+		discoveryv1.AddToScheme,
 		flowcontrolv1.AddToScheme,
 		svmv1.AddToScheme,
 		svmv1beta1.AddToScheme,
