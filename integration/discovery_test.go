@@ -64,7 +64,7 @@ func TestDiscovery(t *testing.T) {
 		t.Fatalf("aggregated: %d %v", r.code, r.header)
 	}
 	var agg apidiscoveryv2.APIGroupDiscoveryList
-	if err := json.Unmarshal(r.body, &agg); err != nil || len(agg.Items) != 13 || agg.Items[12].Versions[0].Resources[0].Scope != apidiscoveryv2.ScopeNamespace {
+	if err := json.Unmarshal(r.body, &agg); err != nil || len(agg.Items) != 18 || agg.Items[17].Versions[0].Resources[0].Scope != apidiscoveryv2.ScopeNamespace {
 		t.Fatalf("aggregated body: %v %s", err, r.body)
 	}
 	if r2 := e.do("GET", "/apis", "", "Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", "If-None-Match", r.header.Get("ETag")); r2.code != http.StatusNotModified {
