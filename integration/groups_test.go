@@ -137,9 +137,15 @@ func TestGroupsDefaults(t *testing.T) {
 func TestGroupsValidation(t *testing.T) {
 	e := start(t)
 	type cause = metav1.StatusCause
-	inv := func(msg, f string) cause { return cause{Type: metav1.CauseTypeFieldValueInvalid, Message: msg, Field: f} }
-	req := func(msg, f string) cause { return cause{Type: metav1.CauseTypeFieldValueRequired, Message: msg, Field: f} }
-	unsupported := func(msg, f string) cause { return cause{Type: metav1.CauseTypeFieldValueNotSupported, Message: msg, Field: f} }
+	inv := func(msg, f string) cause {
+		return cause{Type: metav1.CauseTypeFieldValueInvalid, Message: msg, Field: f}
+	}
+	req := func(msg, f string) cause {
+		return cause{Type: metav1.CauseTypeFieldValueRequired, Message: msg, Field: f}
+	}
+	unsupported := func(msg, f string) cause {
+		return cause{Type: metav1.CauseTypeFieldValueNotSupported, Message: msg, Field: f}
+	}
 	spec := func(m map[string]any) map[string]any { return m["spec"].(map[string]any) }
 	podSpec := func(m map[string]any) map[string]any {
 		return spec(m)["template"].(map[string]any)["spec"].(map[string]any)

@@ -40,7 +40,7 @@ type TypedStrategy[V, I any] struct {
 	// Group, Kind and Version are the served kind's, for decoding errors
 	// and declarative validation (which validates the served version).
 	Group, Kind, Version string
-	Kube          Strategy
+	Kube                 Strategy
 	// Status is the status strategy (nil: no status subresource).
 	Status StatusStrategy
 }

@@ -2,7 +2,7 @@ package policy
 
 import (
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/pkg/apis/policy"
 	_ "k8s.io/kubernetes/pkg/apis/policy/install" // policy's defaults and conversions in legacyscheme
@@ -37,6 +37,15 @@ func PodDisruptionBudgets(cache *store.Cache) *resource.Resource {
 			return &policy.PodDisruptionBudgetList{Items: items}
 		},
 	}.Resource(cache)
-	r.ValidateName = path.ValidatePathSegmentName
+	r.ValidateName = validatePathSegment
 	return r
+}
+
+// validatePathSegment is kube-apiserver's check of a name its strategy
+// does not check: it must be a path segment (rest.BeforeCreate's).
+func validatePathSegment(name string, prefix bool) []string {
+	if prefix {
+		return content.IsPathSegmentPrefix(name)
+	}
+	return content.IsPathSegmentName(name)
 }
