@@ -595,3 +595,49 @@ func transport(t *testing.T, cfg *rest.Config) http.RoundTripper {
 	}
 	return rt
 }
+
+// TestJobDeleteOrphans: a delete of a batch/v1 Job that names no
+// propagation policy orphans its pods (the orphan finalizer, which the
+// garbage collector then handles) with kube-apiserver v1.37.2's warning;
+// a policy silences it.
+func TestJobDeleteOrphans(t *testing.T) {
+	e := start(t)
+	if r := e.do(http.MethodPost, jobKind.collection, jobKind.body); r.code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	const warning = `299 - "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"`
+	path := jobKind.collection + "/pi"
+	r := e.do(http.MethodDelete, path+"?dryRun=All", "")
+	var job batchv1.Job
+	if r.code != http.StatusOK || json.Unmarshal(r.body, &job) != nil || !slices.Equal(job.Finalizers, []string{metav1.FinalizerOrphanDependents}) || job.DeletionTimestamp == nil {
+		t.Fatalf("dry-run delete: %d %s", r.code, r.body)
+	}
+	if got := r.header.Values("Warning"); !slices.Equal(got, []string{warning}) {
+		t.Errorf("warnings %q, want %q", got, warning)
+	}
+	if r := e.do(http.MethodDelete, jobKind.collection+"/nothere", ""); r.code != http.StatusNotFound || !slices.Equal(r.header.Values("Warning"), []string{warning}) {
+		t.Errorf("delete of a missing Job: %d %q", r.code, r.header.Values("Warning"))
+	}
+	r = e.do(http.MethodDelete, path+"?dryRun=All&propagationPolicy=Background", "")
+	if r.code != http.StatusOK || len(r.header.Values("Warning")) != 0 || !strings.Contains(string(r.body), `"kind":"Status"`) {
+		t.Errorf("background dry-run delete: %d %q %s", r.code, r.header.Values("Warning"), r.body)
+	}
+	// CronJobs delete their Jobs by default.
+	if r := e.do(http.MethodDelete, cronJobKind.collection+"/nothere", ""); r.code != http.StatusNotFound || len(r.header.Values("Warning")) != 0 {
+		t.Errorf("delete of a missing CronJob: %d %q", r.code, r.header.Values("Warning"))
+	}
+	// The real delete: the garbage collector removes the orphan
+	// finalizer, and the Job is gone.
+	if r := e.do(http.MethodDelete, path, ""); r.code != http.StatusOK {
+		t.Fatalf("delete: %d %s", r.code, r.body)
+	}
+	for i := 0; ; i++ {
+		if _, err := e.kube.BatchV1().Jobs("default").Get(e.ctx, "pi", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			break
+		}
+		if i == 200 {
+			t.Fatal("the deleted Job is still there")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

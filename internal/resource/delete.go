@@ -77,6 +77,7 @@ func (c *call) delete() {
 		c.fail(err)
 		return
 	}
+	c.warnOrphaning(opts)
 	raw, uid, deleted, err := c.deleteObject(c.info.Name, opts, dry)
 	if err != nil {
 		c.fail(err)
@@ -192,7 +193,11 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 		}
 		// Orphan and Foreground propagation hand the object to the garbage
 		// collector through a finalizer, as in Kubernetes.
-		if f := propagationFinalizer(opts); f != "" && !keep && !slices.Contains(next.Meta.Finalizers, f) {
+		f := propagationFinalizer(opts)
+		if f == "" && c.orphansByDefault(opts) && !slices.Contains(next.Meta.Finalizers, metav1.FinalizerDeleteDependents) {
+			f = metav1.FinalizerOrphanDependents
+		}
+		if f != "" && !keep && !slices.Contains(next.Meta.Finalizers, f) {
 			next.Meta.Finalizers = append(next.Meta.Finalizers, f)
 		}
 		if !keep && len(next.Meta.Finalizers) > 0 {
@@ -270,6 +275,7 @@ func (c *call) deleteCollection() {
 		c.fail(err)
 		return
 	}
+	c.warnOrphaning(dopts)
 	lopts.Limit, lopts.Continue = 0, ""
 	p, err := c.collect(lopts)
 	if err != nil {
@@ -401,6 +407,27 @@ func deleteOptionsObject(opts *metav1.DeleteOptions) runtime.Object {
 	o := opts.DeepCopy()
 	o.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("DeleteOptions"))
 	return o
+}
+
+// orphansByDefault says whether a delete with opts orphans the object's
+// dependents because it names no policy and the resource orphans them by
+// default (OrphanDefaulter).
+func (c *call) orphansByDefault(opts *metav1.DeleteOptions) bool {
+	d, ok := c.res.Strategy.(OrphanDefaulter)
+	if !ok || opts.PropagationPolicy != nil || opts.OrphanDependents != nil { //nolint:staticcheck // still honoured, as in Kubernetes
+		return false
+	}
+	_, orphan := d.OrphansByDefault()
+	return orphan
+}
+
+// warnOrphaning sends the resource's warning when a delete orphans
+// dependents by default.
+func (c *call) warnOrphaning(opts *metav1.DeleteOptions) {
+	if c.orphansByDefault(opts) {
+		text, _ := c.res.Strategy.(OrphanDefaulter).OrphansByDefault()
+		request.AddWarning(c.w, text)
+	}
 }
 
 // propagationFinalizer is the finalizer a delete's propagation policy asks

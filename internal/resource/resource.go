@@ -203,6 +203,14 @@ type Warner interface {
 	WarningsOnUpdate(ctx context.Context, obj, old *Object) []string
 }
 
+// OrphanDefaulter lets a resource orphan an object's dependents when a
+// delete names no propagation policy (kube's OrphanDependents default
+// garbage collection policy: batch/v1 Jobs), with the warning kube sends
+// then.
+type OrphanDefaulter interface {
+	OrphansByDefault() (warning string, orphan bool)
+}
+
 // Stamper lets a strategy vouch for what its rules made of an object about
 // to be written (after its Prepare method): the stamp goes with the write
 // (store.WriteOptions), so that readers of the cache know what they need

@@ -37,16 +37,22 @@ func Resources(newCache func(prefix string) *store.Cache) []*resource.Resource {
 }
 
 // Jobs is the jobs resource, with the status subresource and kube's
-// status.successful field selector.
+// status.successful field selector; a delete that names no propagation
+// policy orphans a Job's pods, with kube's warning.
 func Jobs(cache *store.Cache) *resource.Resource {
 	r := kuberegistry.Kind[batchv1.Job, batch.Job]{
 		Group: batchv1.GroupName, Version: "v1", Plural: "jobs", Kind: "Job", Categories: []string{"all"}, Namespaced: true, Prefix: JobPrefix,
-		Kube: job.Strategy, StatusKube: job.StatusStrategy,
+		Kube: job.Strategy, StatusKube: job.StatusStrategy, OrphanWarning: jobOrphanWarning,
 		List: func(items []batch.Job) runtime.Object { return &batch.JobList{Items: items} },
 	}.Resource(cache)
 	r.Versions[0].FieldLabels = map[string]resource.FieldLabel{"status.successful": statusSucceeded}
 	return r
 }
+
+// jobOrphanWarning is kube-apiserver's warning on a delete of Jobs that
+// names no propagation policy: batch/v1 orphans their pods by default.
+const jobOrphanWarning = "child pods are preserved by default when jobs are deleted; " +
+	"set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"
 
 // statusSucceeded is a Job's status.successful field label: its
 // status.succeeded, 0 when absent (job.JobToSelectableFields).

@@ -33,6 +33,9 @@ type Kind[V, I any] struct {
 	// (the status subresource is served).
 	Kube       Strategy
 	StatusKube StatusStrategy
+	// OrphanWarning is the warning kube sends on a delete that orphans
+	// dependents because it names no propagation policy (Jobs').
+	OrphanWarning string
 	// List puts internal objects in the kind's internal list type (for
 	// kube's printers).
 	List func(items []I) runtime.Object
@@ -57,7 +60,7 @@ func (k Kind[V, I]) Resource(cache *store.Cache) *resource.Resource {
 		StorageVersion:           k.Version,
 		KeyPrefix:                k.Prefix,
 		Cache:                    cache,
-		Strategy:                 TypedStrategy[V, I]{Group: k.Group, Kind: k.Kind, Version: k.Version, Kube: k.Kube, Status: k.StatusKube},
+		Strategy:                 TypedStrategy[V, I]{Group: k.Group, Kind: k.Kind, Version: k.Version, Kube: k.Kube, Status: k.StatusKube, OrphanWarning: k.OrphanWarning},
 		Converter:                conversion.None{},
 		Table:                    Table[V, I]{List: k.List},
 		FieldManagers:            resource.BuiltinFieldManagers(k.Group, k.Kind, k.StatusKube != nil),

@@ -43,6 +43,22 @@ type TypedStrategy[V, I any] struct {
 	Kube                 Strategy
 	// Status is the status strategy (nil: no status subresource).
 	Status StatusStrategy
+	// OrphanWarning is the warning of a delete that orphans dependents
+	// by kube's default garbage collection policy of the served version.
+	OrphanWarning string
+}
+
+// OrphansByDefault says whether kube's strategy orphans dependents by
+// default in the served version (its DefaultGarbageCollectionPolicy).
+func (s TypedStrategy[V, I]) OrphansByDefault() (string, bool) {
+	gc, ok := s.Kube.(rest.GarbageCollectionDeleteStrategy)
+	if !ok {
+		return "", false
+	}
+	ctx := genericapirequest.WithRequestInfo(context.Background(), &genericapirequest.RequestInfo{
+		IsResourceRequest: true, APIGroup: s.Group, APIVersion: s.Version,
+	})
+	return s.OrphanWarning, gc.DefaultGarbageCollectionPolicy(ctx) == rest.OrphanDependents
 }
 
 func (s TypedStrategy[V, I]) toInternal(obj *resource.Object) (runtime.Object, error) {
