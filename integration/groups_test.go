@@ -500,6 +500,11 @@ func TestGroupsDiscovery(t *testing.T) {
 			{"ingresses/status", "Ingress", true, nil, nil}, {"networkpolicies", "NetworkPolicy", true, []string{"netpol"}, nil}},
 		"discovery.k8s.io/v1": {{"endpointslices", "EndpointSlice", true, nil, nil}},
 	}
+	// kube-apiserver v1.37.2's storage version hashes.
+	hashes := map[string]string{
+		"cronjobs": "sd5LIXh4Fjs=", "jobs": "mudhfqk/qZY=", "poddisruptionbudgets": "EVWiDmWqyJw=", "horizontalpodautoscalers": "qwQve8ut294=",
+		"ingressclasses": "l/iqIbDgFyQ=", "ingresses": "39NQlfNR+bo=", "networkpolicies": "YpfwF18m1G8=", "endpointslices": "qgS0xkrxYAI=",
+	}
 	for gv, rs := range want {
 		list, err := e.kube.Discovery().ServerResourcesForGroupVersion(gv)
 		if err != nil {
@@ -508,6 +513,9 @@ func TestGroupsDiscovery(t *testing.T) {
 		var got []res
 		for _, r := range list.APIResources {
 			got = append(got, res{r.Name, r.Kind, r.Namespaced, r.ShortNames, r.Categories})
+			if h, ok := hashes[r.Name]; ok && (r.StorageVersionHash != h || r.SingularName != strings.ToLower(r.Kind)) {
+				t.Errorf("%s: storageVersionHash %q singularName %q, want %q and %q", r.Name, r.StorageVersionHash, r.SingularName, h, strings.ToLower(r.Kind))
+			}
 		}
 		if !reflect.DeepEqual(got, rs) {
 			t.Errorf("%s:\n%+v\nwant\n%+v", gv, got, rs)
