@@ -649,3 +649,27 @@ func TestJobDeleteOrphans(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestGroupsEtcdKeys: the objects are stored under kube-apiserver's keys
+// (Ingresses under the extensions group's /registry/ingress/).
+func TestGroupsEtcdKeys(t *testing.T) {
+	e, cli := startWithEtcd(t)
+	keys := map[groupKind]string{
+		jobKind: "/registry/jobs/default/pi", cronJobKind: "/registry/cronjobs/default/hello",
+		pdbKind: "/registry/poddisruptionbudgets/default/web", hpaKind: "/registry/horizontalpodautoscalers/default/web",
+		ingressKind: "/registry/ingress/default/web", ingressClassKind: "/registry/ingressclasses/nginx",
+		netpolKind: "/registry/networkpolicies/default/deny", sliceKind: "/registry/endpointslices/default/web-abc",
+	}
+	for k, key := range keys {
+		if r := e.do(http.MethodPost, k.collection, k.body); r.code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", k.kind, r.code, r.body)
+		}
+		resp, err := cli.Get(e.ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) != 1 || !strings.Contains(string(resp.Kvs[0].Value), `"kind":"`+k.kind+`"`) {
+			t.Errorf("%s: %s holds %v", k.kind, key, resp.Kvs)
+		}
+	}
+}
