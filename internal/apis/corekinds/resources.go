@@ -59,7 +59,7 @@ func Endpoints(cache *store.Cache) *resource.Resource {
 func PersistentVolumeClaims(cache *store.Cache) *resource.Resource {
 	return kuberegistry.Kind[corev1.PersistentVolumeClaim, api.PersistentVolumeClaim]{
 		Version: "v1", Plural: "persistentvolumeclaims", Kind: "PersistentVolumeClaim", ShortNames: []string{"pvc"}, Namespaced: true, Prefix: PVCPrefix,
-		Kube: persistentvolumeclaim.Strategy, StatusKube: persistentvolumeclaim.StatusStrategy,
+		Kube: persistentvolumeclaim.Strategy, StatusKube: persistentvolumeclaim.StatusStrategy, DefaultStored: true,
 		List: func(items []api.PersistentVolumeClaim) runtime.Object {
 			return &api.PersistentVolumeClaimList{Items: items}
 		},

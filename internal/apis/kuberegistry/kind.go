@@ -33,6 +33,9 @@ type Kind[V, I any] struct {
 	// (the status subresource is served).
 	Kube       Strategy
 	StatusKube StatusStrategy
+	// DefaultStored defaults the objects kube's strategy prepared again,
+	// as kube-apiserver's reads of them are.
+	DefaultStored bool
 	// List puts internal objects in the kind's internal list type (for
 	// kube's printers).
 	List func(items []I) runtime.Object
@@ -57,7 +60,7 @@ func (k Kind[V, I]) Resource(cache *store.Cache) *resource.Resource {
 		StorageVersion:           k.Version,
 		KeyPrefix:                k.Prefix,
 		Cache:                    cache,
-		Strategy:                 TypedStrategy[V, I]{Kind: k.Kind, Version: k.Version, Kube: k.Kube, Status: k.StatusKube},
+		Strategy:                 TypedStrategy[V, I]{Kind: k.Kind, Version: k.Version, Kube: k.Kube, Status: k.StatusKube, DefaultStored: k.DefaultStored},
 		Converter:                conversion.None{},
 		Table:                    Table[V, I]{List: k.List},
 		FieldManagers:            resource.BuiltinFieldManagers(k.Group, k.Kind, k.StatusKube != nil),

@@ -39,6 +39,11 @@ type TypedStrategy[V, I any] struct {
 	Kube          Strategy
 	// Status is the status strategy (nil: no status subresource).
 	Status StatusStrategy
+	// DefaultStored defaults again what kube's strategy prepared, as
+	// kube-apiserver's reads of the stored object are defaulted (a
+	// PersistentVolumeClaim's status, cleared on create, reads phase
+	// Pending).
+	DefaultStored bool
 }
 
 func (s TypedStrategy[V, I]) toInternal(obj *resource.Object) (runtime.Object, error) {
@@ -51,6 +56,9 @@ func (s TypedStrategy[V, I]) toInternal(obj *resource.Object) (runtime.Object, e
 
 func (s TypedStrategy[V, I]) edit(obj *resource.Object, f func(runtime.Object)) {
 	editInternal[V](obj, func(in *I) { f(any(in).(runtime.Object)) })
+	if s.DefaultStored {
+		resource.EditTyped(obj, defaults[V])
+	}
 }
 
 // Normalize decodes a body through V and applies its defaults.
