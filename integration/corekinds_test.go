@@ -326,7 +326,7 @@ func TestServiceAllocation(t *testing.T) {
 	a.Spec.Type = corev1.ServiceTypeClusterIP
 	a.Spec.Ports[0].NodePort = 0
 	a.Spec.ExternalTrafficPolicy = ""
-	if a, err = svcs.Update(e.ctx, a, metav1.UpdateOptions{}); err != nil {
+	if _, err = svcs.Update(e.ctx, a, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Four services take every node port.
@@ -343,7 +343,7 @@ func TestServiceAllocation(t *testing.T) {
 	if err := svcs.Delete(e.ctx, "c", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err = create("c2", fmt.Sprintf(`{"clusterIP":%q,"ports":[{"port":80}]}`, free)); err != nil {
+	if _, err = create("c2", fmt.Sprintf(`{"clusterIP":%q,"ports":[{"port":80}]}`, free)); err != nil {
 		t.Fatalf("IP of a deleted Service: %v", err)
 	}
 	// 14 addresses: the kubernetes Service's, a, np0-3, c2 and seven
@@ -489,7 +489,7 @@ func TestCoreKindsDefaultsAndStatus(t *testing.T) {
 	if r.code != http.StatusCreated || !slices.Contains(r.header.Values("Warning"), `299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"`) {
 		t.Fatalf("endpoints: %d %v %s", r.code, r.header, r.body)
 	}
-	var ep corev1.Endpoints
+	var ep corev1.Endpoints //nolint:staticcheck // v1 Endpoints are served as kube serves them
 	if err := json.Unmarshal(r.body, &ep); err != nil || mustJSON(ep.Subsets) != `[{"addresses":[{"ip":"10.1.2.3"}],"ports":[{"port":80,"protocol":"TCP"}]}]` {
 		t.Errorf("endpoints %v %s", err, r.body)
 	}
@@ -562,6 +562,7 @@ func TestCoreKindsTablesAndDiscovery(t *testing.T) {
 	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	//nolint:staticcheck // v1 Endpoints are served as kube serves them
 	if _, err := e.kube.CoreV1().Endpoints("default").Create(e.ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "ep"}, Subsets: []corev1.EndpointSubset{{
 		Addresses: []corev1.EndpointAddress{{IP: "10.1.2.3"}}, Ports: []corev1.EndpointPort{{Port: 80}}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -575,7 +576,9 @@ func TestCoreKindsTablesAndDiscovery(t *testing.T) {
 	}{
 		{"services/np", []string{"Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"}, nil},
 		{"pods/pod", []string{"Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", "Nominated Node", "Readiness Gates"},
-			func(string) []any { return []any{"pod", "0/1", "Pending", "0", "AGE", "<none>", "<none>", "<none>", "<none>"} }},
+			func(string) []any {
+				return []any{"pod", "0/1", "Pending", "0", "AGE", "<none>", "<none>", "<none>", "<none>"}
+			}},
 		{"persistentvolumeclaims/pvc", []string{"Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass", "VolumeAttributesClass", "Age", "VolumeMode"},
 			func(string) []any { return []any{"pvc", "Pending", "", "", "", "", "<unset>", "AGE", "Filesystem"} }},
 		{"endpoints/ep", []string{"Name", "Endpoints", "Age"}, func(string) []any { return []any{"ep", "10.1.2.3:80", "AGE"} }},
@@ -674,6 +677,7 @@ func TestCoreKindsRBAC(t *testing.T) {
 	if _, err := editor.Pods("default").Create(e.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod as edit: %v", err)
 	}
+	//nolint:staticcheck // v1 Endpoints are served as kube serves them
 	if _, err := editor.Endpoints("default").Create(e.ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "ep"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("create endpoints as edit: %v, want Forbidden", err)
 	}

@@ -43,6 +43,7 @@ func Resources(newCache func(prefix string) *store.Cache, services *ServiceAlloc
 // Endpoints is the endpoints resource; every request of it is warned
 // that v1 Endpoints are deprecated.
 func Endpoints(cache *store.Cache) *resource.Resource {
+	//nolint:staticcheck // v1 Endpoints, deprecated, are served as kube-apiserver serves them
 	r := kuberegistry.Kind[corev1.Endpoints, api.Endpoints]{
 		Version: "v1", Plural: "endpoints", Kind: "Endpoints", ShortNames: []string{"ep"}, Namespaced: true, Prefix: EndpointsPrefix,
 		Kube: endpoint.Strategy,
