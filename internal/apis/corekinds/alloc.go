@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -51,6 +52,9 @@ type ServiceAllocation struct {
 	ClusterIPRanges []*net.IPNet
 	// NodePorts is --service-node-port-range.
 	NodePorts utilnet.PortRange
+	// pool keeps kube's Service RESTs on these ranges (serviceREST)
+	// between allocations.
+	pool sync.Pool
 }
 
 // NewServiceAllocation is a ServiceAllocation on st with kube-apiserver's
@@ -74,16 +78,6 @@ func family(cidr *net.IPNet) api.IPFamily {
 		return api.IPv6Protocol
 	}
 	return api.IPv4Protocol
-}
-
-// ipAllocators are the IP allocators of every range, for one Service.
-func (a *ServiceAllocation) ipAllocators(ctx context.Context, o owner) map[api.IPFamily]ipallocator.Interface {
-	out := map[api.IPFamily]ipallocator.Interface{}
-	for _, cidr := range a.ClusterIPRanges {
-		r := newIPRange(cidr)
-		out[r.family] = &ipAllocator{ctx: ctx, st: a.Store, r: r, owner: o}
-	}
-	return out
 }
 
 // ipRange is the addresses of a CIDR a Service may get: all but the

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/registry/core/service/ipallocator"
 	svcstorage "k8s.io/kubernetes/pkg/registry/core/service/storage"
 
 	"github.com/crdserver/crdserver/internal/apis/kuberegistry"
@@ -50,16 +51,53 @@ func (noStorage) GetRESTOptions(schema.GroupResource, runtime.Object) (generic.R
 	}, nil
 }
 
-// rest is kube's Service REST allocating for the Service o from the
-// store, through ctx.
-func (s serviceStrategy) rest(ctx context.Context, o owner) (*svcstorage.REST, error) {
-	if s.alloc == nil {
-		return nil, errors.New("services: no allocation configured")
+// serviceREST is kube's Service REST on allocators it binds to one
+// Service at a time.
+type serviceREST struct {
+	rest  *svcstorage.REST
+	ips   []*ipAllocator
+	ports *portAllocator
+}
+
+// bind makes the allocators work for the Service o, through ctx.
+func (r *serviceREST) bind(ctx context.Context, o owner) {
+	for _, a := range r.ips {
+		a.ctx, a.owner = ctx, o
 	}
-	ips := s.alloc.ipAllocators(ctx, o)
-	ports := &portAllocator{ctx: ctx, st: s.alloc.Store, r: s.alloc.NodePorts, owner: o}
-	r, _, _, err := svcstorage.NewREST(noStorage{}, family(s.alloc.ClusterIPRanges[0]), ips, ports, nil, nil, nil)
+	r.ports.ctx, r.ports.owner = ctx, o
+}
+
+// newREST makes kube's Service REST on allocators of a's ranges (about a
+// millisecond of work: a's pool keeps them).
+func (a *ServiceAllocation) newREST() (*serviceREST, error) {
+	r := &serviceREST{ports: &portAllocator{st: a.Store, r: a.NodePorts}}
+	ips := map[api.IPFamily]ipallocator.Interface{}
+	for _, cidr := range a.ClusterIPRanges {
+		ip := &ipAllocator{st: a.Store, r: newIPRange(cidr)}
+		r.ips = append(r.ips, ip)
+		ips[ip.r.family] = ip
+	}
+	var err error
+	r.rest, _, _, err = svcstorage.NewREST(noStorage{}, family(a.ClusterIPRanges[0]), ips, r.ports, nil, nil, nil)
 	return r, err
+}
+
+// rest is kube's Service REST allocating for the Service o from the
+// store, through ctx; done gives it back once its allocation finished.
+func (s serviceStrategy) rest(ctx context.Context, o owner) (r *serviceREST, done func(), err error) {
+	if s.alloc == nil {
+		return nil, nil, errors.New("services: no allocation configured")
+	}
+	if pooled, ok := s.alloc.pool.Get().(*serviceREST); ok {
+		r = pooled
+	} else if r, err = s.alloc.newREST(); err != nil {
+		return nil, nil, err
+	}
+	r.bind(ctx, o)
+	return r, func() {
+		r.bind(context.Background(), owner{})
+		s.alloc.pool.Put(r)
+	}, nil
 }
 
 // internal is obj, defaulted, as kube's internal Service.
@@ -86,7 +124,7 @@ func (s serviceStrategy) Allocate(ctx context.Context, obj, old *resource.Object
 		return func(bool) {}, nil //nolint:nilerr // reported by validation
 	}
 	ctx = genericapirequest.WithNamespace(ctx, obj.Meta.Namespace)
-	r, err := s.rest(ctx, owner{namespace: obj.Meta.Namespace, name: obj.Meta.Name})
+	r, done, err := s.rest(ctx, owner{namespace: obj.Meta.Namespace, name: obj.Meta.Name})
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -96,22 +134,28 @@ func (s serviceStrategy) Allocate(ctx context.Context, obj, old *resource.Object
 	}
 	var finish func(context.Context, bool)
 	if old == nil {
-		finish, err = r.BeginCreate(ctx, svc, &metav1.CreateOptions{DryRun: dryRun})
+		finish, err = r.rest.BeginCreate(ctx, svc, &metav1.CreateOptions{DryRun: dryRun})
 	} else {
 		var prev *api.Service
 		if prev, err = internal(old); err != nil {
+			done()
 			return func(bool) {}, nil //nolint:nilerr // the stored object is left as it is
 		}
-		finish, err = r.BeginUpdate(ctx, svc, prev, &metav1.UpdateOptions{DryRun: dryRun})
+		finish, err = r.rest.BeginUpdate(ctx, svc, prev, &metav1.UpdateOptions{DryRun: dryRun})
 	}
 	if err != nil {
+		done()
 		return nil, err
 	}
 	if err := kuberegistry.External[corev1.Service](svc, obj); err != nil {
 		finish(ctx, false)
+		done()
 		return nil, apierrors.NewInternalError(err)
 	}
-	return func(ok bool) { finish(ctx, ok) }, nil
+	return func(ok bool) {
+		finish(ctx, ok)
+		done()
+	}, nil
 }
 
 // Release runs kube's AfterDelete: the deleted Service's cluster IPs and
@@ -121,9 +165,10 @@ func (s serviceStrategy) Release(ctx context.Context, obj *resource.Object) {
 	if err != nil {
 		return
 	}
-	r, err := s.rest(ctx, owner{namespace: obj.Meta.Namespace, name: obj.Meta.Name})
+	r, done, err := s.rest(ctx, owner{namespace: obj.Meta.Namespace, name: obj.Meta.Name})
 	if err != nil {
 		return
 	}
-	r.AfterDelete(svc, &metav1.DeleteOptions{})
+	defer done()
+	r.rest.AfterDelete(svc, &metav1.DeleteOptions{})
 }
