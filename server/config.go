@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/crdserver/crdserver/internal/controller"
@@ -209,13 +210,19 @@ type Config struct {
 	EnforceCRDCompatibility bool
 
 	// AllowPrivileged is kube-apiserver's --allow-privileged: whether Pods
-	// may run privileged containers. Kept for the validation of Pods;
-	// crdserver serves none yet.
+	// may run privileged containers. Like kube-apiserver's, it is set
+	// once per process (k8s.io/kubernetes/pkg/capabilities): the first
+	// server started in a process decides for all.
 	AllowPrivileged bool
 	// ServiceClusterIPRanges are kube-apiserver's
 	// --service-cluster-ip-range (one CIDR, or two of different IP
-	// families). Kept for Services; crdserver serves none yet.
+	// families): where Services' cluster IPs come from (unset:
+	// 10.0.0.0/24, kube-apiserver's default).
 	ServiceClusterIPRanges []*net.IPNet
+	// ServiceNodePortRange is kube-apiserver's --service-node-port-range:
+	// where NodePort and LoadBalancer Services' node ports come from
+	// (unset: 30000-32767).
+	ServiceNodePortRange utilnet.PortRange
 	// DisabledAdmissionPlugins are admission plugins turned off, by
 	// kube-apiserver's names: NamespaceLifecycle, MutatingAdmissionPolicy,
 	// MutatingAdmissionWebhook, ValidatingAdmissionPolicy,

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"net"
 	"sync"
+	"time"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/dynamic"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/crdserver/crdserver/internal/admission"
+	"github.com/crdserver/crdserver/internal/apis/corekinds"
 	"github.com/crdserver/crdserver/internal/controller"
 	"github.com/crdserver/crdserver/internal/controller/apiservice"
 	"github.com/crdserver/crdserver/internal/controller/authinfo"
@@ -78,6 +81,13 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 		defer c.running.Done()
 		_ = clusterroles.BootstrapRoles(runCtx, dyn, s.log)
 	}()
+	if svc, err := corekinds.KubernetesService(s.cfg.ServiceClusterIPRanges, s.listener.Addr().(*net.TCPAddr).Port); err == nil {
+		c.running.Add(1)
+		go func() {
+			defer c.running.Done()
+			_ = corekinds.EnsureKubernetesService(runCtx, dyn, svc, time.Second, 30, s.log)
+		}()
+	}
 	// What one replica does (kube-controller-manager's work): every
 	// controller, new ones each term.
 	c.leader = controller.NewLeader(s.cfg.LeaderElection.internal(), coordination, func() []controller.Controller {

@@ -16,6 +16,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/kubernetes/pkg/capabilities"
 
 	"github.com/crdserver/crdserver/internal/admission"
 	"github.com/crdserver/crdserver/internal/aggregator"
@@ -133,9 +134,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.policy = rbac.NewStore()
+	// Pods' privileged containers are allowed or not per process, as in
+	// kube-apiserver.
+	capabilities.Setup(cfg.AllowPrivileged, 0)
 	s.builtin = apis.New(newCache, s.policy, apis.Options{Store: s.store, EventTTL: cfg.EventTTL, Tokens: issuer,
-		Authenticator: func() *auth.Authenticator { return s.authn },
-		CRDChecks:     &apis.CRDChecks{Enforce: cfg.EnforceCRDCompatibility, ExistingObjects: s.existingObjects}})
+		Authenticator:          func() *auth.Authenticator { return s.authn },
+		ServiceClusterIPRanges: cfg.ServiceClusterIPRanges, ServiceNodePortRange: cfg.ServiceNodePortRange,
+		CRDChecks: &apis.CRDChecks{Enforce: cfg.EnforceCRDCompatibility, ExistingObjects: s.existingObjects}})
 	s.tokens = issuer.WithObjects(s.builtin.TokenObjects(s.store))
 	if s.builtin.All, err = applyRuntimeConfig(s.builtin.All, cfg.RuntimeConfig); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/server/resourceconfig"
 	certutil "k8s.io/client-go/util/cert"
@@ -53,19 +54,21 @@ type kubeAPIServerFlags struct {
 	enableAdmission  listFlag
 	disableAdmission listFlag
 	serviceIPRange   *string
+	nodePortRange    utilnet.PortRange
 	runtimeConfig    cliflag.ConfigurationMap
 }
 
 // addKubeAPIServerFlags registers them on fs; --secure-port is another
 // name of --port.
 func addKubeAPIServerFlags(fs *flag.FlagSet, port *int) *kubeAPIServerFlags {
-	f := &kubeAPIServerFlags{runtimeConfig: cliflag.ConfigurationMap{}}
+	f := &kubeAPIServerFlags{runtimeConfig: cliflag.ConfigurationMap{}, nodePortRange: utilnet.PortRange{Base: 30000, Size: 2768}}
 	fs.IntVar(port, "secure-port", *port, "kube-apiserver's name of --port")
 	f.certDir = fs.String("cert-dir", "", "directory of the serving certificate: without --tls-cert-file, CERT_DIR/apiserver.crt and apiserver.key, made (self-signed) when missing, as kube-apiserver does; with --etcd-servers and no --data-dir, crdserver's own files (its CA, the admin kubeconfig) go to a temporary directory removed on exit")
-	f.allowPrivileged = fs.Bool("allow-privileged", false, "allow privileged containers in Pods (recorded for Pod validation; crdserver serves no Pods yet)")
+	f.allowPrivileged = fs.Bool("allow-privileged", false, "allow privileged containers in Pods (checked by Pod validation; one setting per process)")
 	fs.Var(&f.enableAdmission, "enable-admission-plugins", "admission plugins to turn on besides the default ones (comma-separated; crdserver implements "+strings.Join(crdserverAdmissionPlugins, ", ")+", all on by default)")
 	fs.Var(&f.disableAdmission, "disable-admission-plugins", "admission plugins to turn off (comma-separated kube-apiserver plugin names; those crdserver does not implement have nothing to turn off)")
-	f.serviceIPRange = fs.String("service-cluster-ip-range", "", "CIDR range (or two, one per IP family, comma-separated) of Service cluster IPs (recorded for Services; crdserver serves none yet)")
+	f.serviceIPRange = fs.String("service-cluster-ip-range", "", "CIDR range (or two, one per IP family, comma-separated) Services' cluster IPs are allocated from")
+	fs.Var(&f.nodePortRange, "service-node-port-range", "a port range to reserve for services with NodePort visibility, inclusive at both ends of the range (e.g. '30000-32767')")
 	fs.Var(&f.runtimeConfig, "runtime-config", "key=value pairs turning built-in APIs on or off: <group>/<version>=true|false, v1 or api/v1 for the core group, api/all, api/ga, api/beta, api/alpha=true|false")
 	return f
 }
@@ -79,13 +82,14 @@ type kubeSettings struct {
 	// disabledAdmission are the plugins crdserver implements that are off.
 	disabledAdmission []string
 	serviceIPRanges   []*net.IPNet
+	nodePortRange     utilnet.PortRange
 	runtimeConfig     map[string]string
 }
 
 // settings checks the flags as kube-apiserver does, returning its errors.
 // tlsGiven says whether --tls-cert-file or --tls-private-key-file is set.
 func (f *kubeAPIServerFlags) settings(tlsGiven bool) (kubeSettings, error) {
-	s := kubeSettings{allowPrivileged: *f.allowPrivileged}
+	s := kubeSettings{allowPrivileged: *f.allowPrivileged, nodePortRange: f.nodePortRange}
 	var errs []error
 	var err error
 	if s.disabledAdmission, err = admissionPlugins(f.enableAdmission, f.disableAdmission); err != nil {

@@ -100,6 +100,12 @@ func TestKubeFlagsAccepted(t *testing.T) {
 	if want := map[string]string{"api/all": "false", "v1": "true", "events.k8s.io/v1": ""}; !reflect.DeepEqual(s.runtimeConfig, want) {
 		t.Errorf("runtime config %v, want %v", s.runtimeConfig, want)
 	}
+	if s, _, err := parseKube(t, "--service-node-port-range=31000-31099"); err != nil || s.nodePortRange.Base != 31000 || s.nodePortRange.Size != 100 {
+		t.Errorf("node port range %v: %v", s.nodePortRange, err)
+	}
+	if s, _, _ := parseKube(t); s.nodePortRange.String() != "30000-32767" {
+		t.Errorf("default node port range %v", s.nodePortRange)
+	}
 	// Without --service-cluster-ip-range, kube-apiserver's default.
 	if s, _, _ := parseKube(t); len(s.serviceIPRanges) != 1 || s.serviceIPRanges[0].String() != "10.0.0.0/24" {
 		t.Errorf("default service range %v", s.serviceIPRanges)

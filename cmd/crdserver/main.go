@@ -220,6 +220,7 @@ func run(args []string) error {
 		EnforceCRDCompatibility:     *enforceCompat,
 		AllowPrivileged:             ks.allowPrivileged,
 		ServiceClusterIPRanges:      ks.serviceIPRanges,
+		ServiceNodePortRange:        ks.nodePortRange,
 		DisabledAdmissionPlugins:    ks.disabledAdmission,
 		RuntimeConfig:               ks.runtimeConfig,
 		Aggregator:                  *aggregator,

@@ -1,13 +1,15 @@
 // Package apis registers every built-in API crdserver serves, in one
 // place. Each group lives in its own package (core, events, rbac,
 // authorization, admissionregistration, coordination, flowcontrol, apps,
-// batch, policy, autoscaling, networking, discovery, apiextensions,
+// batch, policy, autoscaling, networking, discovery, corekinds (core
+// Services, Endpoints, Pods, PersistentVolumeClaims), apiextensions,
 // apiregistration, storagemigration) with its strategy, table and validation; the engine
 // (package resource) knows none of them by name.
 package apis
 
 import (
 	"context"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +27,7 @@ import (
 	svmv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/crdserver/crdserver/internal/auth"
 	rbacpolicy "github.com/crdserver/crdserver/internal/auth/rbac"
@@ -39,6 +42,7 @@ import (
 	"github.com/crdserver/crdserver/internal/apis/conversionrules"
 	"github.com/crdserver/crdserver/internal/apis/coordination"
 	"github.com/crdserver/crdserver/internal/apis/core"
+	"github.com/crdserver/crdserver/internal/apis/corekinds"
 	"github.com/crdserver/crdserver/internal/apis/discovery"
 	"github.com/crdserver/crdserver/internal/apis/events"
 	"github.com/crdserver/crdserver/internal/apis/flowcontrol"
@@ -97,6 +101,11 @@ type Options struct {
 	// TokenReviews (nil: they are answered unchecked, as Kubernetes does
 	// without one).
 	Authenticator func() *auth.Authenticator
+	// ServiceClusterIPRanges and ServiceNodePortRange are where Services'
+	// cluster IPs and node ports come from (unset: kube-apiserver's
+	// defaults, 10.0.0.0/24 and 30000-32767).
+	ServiceClusterIPRanges []*net.IPNet
+	ServiceNodePortRange   utilnet.PortRange
 	// CRDChecks, when set, check CRD changes against the deprecation
 	// policy, existing objects and ConversionRules (nil: not checked).
 	CRDChecks *CRDChecks
@@ -163,7 +172,9 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 	if authn == nil {
 		authn = func() *auth.Authenticator { return nil }
 	}
-	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events, b.APIServices)
+	b.All = append(b.All, b.Namespaces, b.ConfigMaps, b.Secrets, b.ServiceAccounts, b.Events)
+	b.All = append(b.All, corekinds.Resources(newCache, corekinds.NewServiceAllocation(o.Store, o.ServiceClusterIPRanges, o.ServiceNodePortRange))...)
+	b.All = append(b.All, b.APIServices)
 	b.All = append(b.All, apps.Resources(newCache)...)
 	b.All = append(b.All, b.EventsV1)
 	b.All = append(b.All, authorization.Reviews(policy, authn)...)
@@ -206,6 +217,10 @@ var keyResources = map[string]schema.GroupResource{
 	core.SecretPrefix:               {Resource: "secrets"},
 	core.ServiceAccountPrefix:       {Resource: "serviceaccounts"},
 	core.EventPrefix:                {Resource: "events"},
+	corekinds.ServicePrefix:         {Resource: "services"},
+	corekinds.EndpointsPrefix:       {Resource: "endpoints"},
+	corekinds.PodPrefix:             {Resource: "pods"},
+	corekinds.PVCPrefix:             {Resource: "persistentvolumeclaims"},
 	coordination.LeasePrefix:        {Group: coordinationv1.GroupName, Resource: "leases"},
 	apps.DeploymentPrefix:           {Group: "apps", Resource: "deployments"},
 	apps.ReplicaSetPrefix:           {Group: "apps", Resource: "replicasets"},

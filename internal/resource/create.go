@@ -149,6 +149,12 @@ func (c *call) createObject(obj *Object, dry bool) ([]byte, error) {
 	if generate {
 		obj.Meta.Name = generateName(obj.Meta.GenerateName)
 	}
+	finish, err := c.allocate(obj, nil, dry)
+	if err != nil {
+		return nil, err
+	}
+	stored := false
+	defer func() { finish(stored) }()
 	if err := c.prepareCreate(c.ctx, obj); err != nil {
 		return nil, err
 	}
@@ -174,6 +180,7 @@ func (c *call) createObject(obj *Object, dry bool) ([]byte, error) {
 			if _, _, err = c.h.Store.Get(c.ctx, key, 0); err == nil {
 				err = store.ErrExists
 			} else if errors.Is(err, store.ErrNotFound) {
+				stored = true
 				return data, nil
 			}
 		} else {
@@ -190,7 +197,26 @@ func (c *call) createObject(obj *Object, dry bool) ([]byte, error) {
 			return nil, c.storeError(err, obj.Meta.Name)
 		}
 		c.wrote(data, rev, opts)
+		stored = true
 		return jsonraw.SetResourceVersion(data, rev)
+	}
+}
+
+// allocate takes what obj holds from the strategy's pools (an Allocator),
+// before the strategy prepares it; old is nil on create. finish ends
+// the allocation with whether the write succeeded.
+func (c *call) allocate(obj, old *Object, dry bool) (finish func(ok bool), err error) {
+	a, ok := c.res.Strategy.(Allocator)
+	if !ok {
+		return func(bool) {}, nil
+	}
+	return a.Allocate(c.ctx, obj, old, dry)
+}
+
+// released gives back what a deleted object held (an Allocator's).
+func (c *call) released(obj *Object) {
+	if a, ok := c.res.Strategy.(Allocator); ok {
+		a.Release(c.ctx, obj)
 	}
 }
 

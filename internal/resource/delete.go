@@ -253,6 +253,9 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 		if err != nil {
 			return nil, "", false, c.storeError(err, name)
 		}
+		if undecodable == nil {
+			c.released(cur)
+		}
 		return nil, cur.Meta.UID, true, nil
 	}
 }

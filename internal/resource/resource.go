@@ -177,6 +177,19 @@ type DeleteHook interface {
 	BeforeDelete(ctx context.Context, obj *Object) (bool, error)
 }
 
+// Allocator lets a strategy take from a shared pool what an object holds
+// (a Service's cluster IPs and node ports) as it is created or updated,
+// and give it back when the object goes, as kube-apiserver's BeginCreate,
+// BeginUpdate and AfterDelete registry hooks do. Allocate runs before the
+// strategy's Prepare method (old is nil on create) and may change obj;
+// the engine calls finish once the write is done, with whether it
+// succeeded (a failed or abandoned write gives back what was taken). A
+// dry run takes nothing. Release runs once obj is deleted.
+type Allocator interface {
+	Allocate(ctx context.Context, obj, old *Object, dry bool) (finish func(ok bool), err error)
+	Release(ctx context.Context, obj *Object)
+}
+
 // Finalizer lets a resource keep an object whose metadata finalizers are
 // gone after deletion was requested (a namespace waits for its
 // spec.finalizers too).

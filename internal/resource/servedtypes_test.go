@@ -25,7 +25,7 @@ func TestServedTypesFallBack(t *testing.T) {
 	for _, tt := range []struct {
 		kind string
 		all  bool
-	}{{"ConfigMap", false}, {"Pod", true}} {
+	}{{"ConfigMap", false}, {"Node", true}} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": tt.kind,
 			"metadata": map[string]any{"name": "a", "labels": map[string]any{"a": "b"}}}}
 		tv, err := tc.ObjectToTyped(obj)

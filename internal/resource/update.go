@@ -146,56 +146,84 @@ func (c *call) guaranteedUpdate(name, sub string, dry bool, fn func(cur *Object)
 				return nil, err
 			}
 		}
-		if err := c.prepareUpdate(c.ctx, next, cur, sub); err != nil {
-			return nil, err
-		}
-		if h.validate != nil {
-			if err := h.validate(next, cur); err != nil {
+		// What the update takes (a Service's new node ports) is
+		// given back unless this try writes it.
+		finish := func(bool) {}
+		if sub == "" {
+			if finish, err = c.allocate(next, cur, dry); err != nil {
 				return nil, err
 			}
 		}
-		if !h.ownAdmission {
-			if err := c.admitValidating(req); err != nil {
-				return nil, err
-			}
-		}
-		data, err := c.toStorage(next)
-		if err != nil {
-			return nil, err
-		}
-		if unchanged(data, kv, cached) {
-			return jsonraw.SetResourceVersion(data, kv.ModRevision)
-		}
-		if dry {
-			return jsonraw.SetResourceVersion(data, kv.ModRevision)
-		}
-		if c.finalized(next) {
-			// The last finalizer is gone: the object goes instead of being
-			// written, as Kubernetes deletes it (watchers see it deleted
-			// as it was stored), and the answer is the object as the
-			// update made it.
-			_, latest, err := c.h.Store.Delete(c.ctx, key, kv.ModRevision)
-			if errors.Is(err, store.ErrConflict) {
-				kv, cached = latest, nil
-				continue
-			}
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return nil, c.storeError(err, name)
-			}
-			return jsonraw.SetResourceVersion(data, kv.ModRevision)
-		}
-		opts := c.writeOptions(next)
-		rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision, opts)
-		if errors.Is(err, store.ErrConflict) {
-			kv, cached = latest, nil
+		out, retry, err := c.writeUpdate(key, name, sub, dry, req, h, next, cur, kv, cached)
+		finish(err == nil && !retry)
+		if retry {
+			kv, cached = out.latest, nil
 			continue
 		}
-		if err != nil {
-			return nil, c.storeError(err, name)
-		}
-		c.wrote(data, rev, opts)
-		return jsonraw.SetResourceVersion(data, rev)
+		return out.data, err
 	}
+}
+
+// updateTry is what one try of guaranteedUpdate wrote: the answer, or the
+// newest state of the object when the write met another.
+type updateTry struct {
+	data   []byte
+	latest *store.KV
+}
+
+// writeUpdate is one try of guaranteedUpdate, from the strategy on: it
+// returns retry when the object changed meanwhile.
+func (c *call) writeUpdate(key, name, sub string, dry bool, req admissionRequest, h updateHooks, next, cur *Object, kv *store.KV, cached *store.Item) (updateTry, bool, error) {
+	if err := c.prepareUpdate(c.ctx, next, cur, sub); err != nil {
+		return updateTry{}, false, err
+	}
+	if h.validate != nil {
+		if err := h.validate(next, cur); err != nil {
+			return updateTry{}, false, err
+		}
+	}
+	if !h.ownAdmission {
+		if err := c.admitValidating(req); err != nil {
+			return updateTry{}, false, err
+		}
+	}
+	data, err := c.toStorage(next)
+	if err != nil {
+		return updateTry{}, false, err
+	}
+	if unchanged(data, kv, cached) || dry {
+		data, err = jsonraw.SetResourceVersion(data, kv.ModRevision)
+		return updateTry{data: data}, false, err
+	}
+	if c.finalized(next) {
+		// The last finalizer is gone: the object goes instead of being
+		// written, as Kubernetes deletes it (watchers see it deleted
+		// as it was stored), and the answer is the object as the
+		// update made it.
+		_, latest, err := c.h.Store.Delete(c.ctx, key, kv.ModRevision)
+		if errors.Is(err, store.ErrConflict) {
+			return updateTry{latest: latest}, true, nil
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return updateTry{}, false, c.storeError(err, name)
+		}
+		if err == nil {
+			c.released(next)
+		}
+		data, err = jsonraw.SetResourceVersion(data, kv.ModRevision)
+		return updateTry{data: data}, false, err
+	}
+	opts := c.writeOptions(next)
+	rev, latest, err := c.h.Store.Update(c.ctx, key, data, kv.ModRevision, opts)
+	if errors.Is(err, store.ErrConflict) {
+		return updateTry{latest: latest}, true, nil
+	}
+	if err != nil {
+		return updateTry{}, false, c.storeError(err, name)
+	}
+	c.wrote(data, rev, opts)
+	data, err = jsonraw.SetResourceVersion(data, rev)
+	return updateTry{data: data}, false, err
 }
 
 // updateHooks change what guaranteedUpdate does around the update path.

@@ -68,6 +68,7 @@ func DefaultClusterRoles() []rbacv1.ClusterRole {
 				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: read},
 				{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}},
 				{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps", "secrets"}, Verbs: write},
+				{APIGroups: []string{""}, Resources: []string{"pods", "services", "persistentvolumeclaims"}, Verbs: write},
 				{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
 				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: write},
 				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: readWrite},
@@ -82,6 +83,9 @@ func DefaultClusterRoles() []rbacv1.ClusterRole {
 			ObjectMeta: defaultMeta("system:aggregate-to-view", map[string]string{AggregateToView: "true"}),
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"serviceaccounts", "configmaps"}, Verbs: read},
+				{APIGroups: []string{""}, Resources: []string{
+					"pods", "pods/status", "services", "services/status", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status",
+				}, Verbs: read},
 				{APIGroups: []string{""}, Resources: []string{"namespaces/status"}, Verbs: read},
 				{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: read},
 				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: read},
