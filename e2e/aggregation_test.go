@@ -177,8 +177,9 @@ type aggCluster struct {
 	kube kubernetes.Interface
 	// hasServices: the cluster serves core/v1 Services, so the APIService's
 	// service is a Service object (an ExternalName to 127.0.0.1: there are
-	// no nodes and no kube-proxy). crdserver has none; it is told where the
-	// service is with --webhook-service-address.
+	// no nodes and no kube-proxy). crdserver stores Services but does not
+	// route to them; it is told where the service is with
+	// --webhook-service-address.
 	hasServices bool
 	// reference: the cluster is not a crdserver this test started.
 	reference bool
