@@ -12,14 +12,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1apply "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1apply "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1apply "k8s.io/client-go/applyconfigurations/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // minimalDeployment is the least a Deployment needs: a selector and a
@@ -385,21 +383,8 @@ func TestDeploymentTableAndDiscovery(t *testing.T) {
 // scale, view reads them, as in Kubernetes.
 func TestDeploymentRBAC(t *testing.T) {
 	e := start(t)
-	for _, role := range []string{"edit", "view"} {
-		if _, err := e.kube.CoreV1().ServiceAccounts("default").Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: role + "-sa"}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		rb := &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: role + "-sa"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: role + "-sa", Namespace: "default"}},
-		}
-		if _, err := e.kube.RbacV1().RoleBindings("default").Create(e.ctx, rb, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	editor := kubernetes.NewForConfigOrDie(e.asServiceAccount("default", "edit-sa")).AppsV1().Deployments("default")
-	viewer := kubernetes.NewForConfigOrDie(e.asServiceAccount("default", "view-sa")).AppsV1().Deployments("default")
+	edit, view := e.editAndView()
+	editor, viewer := edit.AppsV1().Deployments("default"), view.AppsV1().Deployments("default")
 	// The aggregated roles follow their parts' rules a moment later.
 	var err error
 	for i := 0; i < 100; i++ {

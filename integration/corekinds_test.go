@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +22,6 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	corev1apply "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1apply "k8s.io/client-go/applyconfigurations/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/crdserver/crdserver/server"
 )
@@ -648,21 +646,8 @@ func TestCoreKindsTablesAndDiscovery(t *testing.T) {
 // policy says.
 func TestCoreKindsRBAC(t *testing.T) {
 	e := start(t)
-	for _, role := range []string{"edit", "view"} {
-		if _, err := e.kube.CoreV1().ServiceAccounts("default").Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: role + "-sa"}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		rb := &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: role + "-sa"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: role + "-sa", Namespace: "default"}},
-		}
-		if _, err := e.kube.RbacV1().RoleBindings("default").Create(e.ctx, rb, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	editor := kubernetes.NewForConfigOrDie(e.asServiceAccount("default", "edit-sa")).CoreV1()
-	viewer := kubernetes.NewForConfigOrDie(e.asServiceAccount("default", "view-sa")).CoreV1()
+	edit, view := e.editAndView()
+	editor, viewer := edit.CoreV1(), view.CoreV1()
 	var err error
 	// The aggregated roles follow their parts' rules a moment later.
 	for i := 0; i < 100; i++ {

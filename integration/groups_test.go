@@ -12,13 +12,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	batchv1apply "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1apply "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/crdserver/crdserver/server"
@@ -527,21 +525,7 @@ func TestGroupsDiscovery(t *testing.T) {
 // them, as Kubernetes' default roles do (IngressClasses are neither's).
 func TestGroupsRBAC(t *testing.T) {
 	e := start(t)
-	for _, role := range []string{"edit", "view"} {
-		if _, err := e.kube.CoreV1().ServiceAccounts("default").Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: role + "-sa"}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		rb := &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: role + "-sa"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: role + "-sa", Namespace: "default"}},
-		}
-		if _, err := e.kube.RbacV1().RoleBindings("default").Create(e.ctx, rb, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	editor := kubernetes.NewForConfigOrDie(e.asServiceAccount("default", "edit-sa"))
-	viewer := kubernetes.NewForConfigOrDie(e.asServiceAccount("default", "view-sa"))
+	editor, viewer := e.editAndView()
 	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny"}}
 	// The aggregated roles follow their parts' rules a moment later.
 	var err error

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -224,6 +226,27 @@ type warningRecorder func(msg string)
 func (w warningRecorder) HandleWarningHeader(code int, agent, msg string) { w(msg) }
 
 func newDynamic(cfg *rest.Config) (dynamic.Interface, error) { return dynamic.NewForConfig(cfg) }
+
+// editAndView are clients of two ServiceAccounts of namespace default,
+// edit-sa and view-sa, bound there to the default edit and view
+// ClusterRoles.
+func (e *env) editAndView() (edit, view kubernetes.Interface) {
+	e.t.Helper()
+	for _, role := range []string{"edit", "view"} {
+		if _, err := e.kube.CoreV1().ServiceAccounts("default").Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: role + "-sa"}}, metav1.CreateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+		rb := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: role + "-sa"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: role + "-sa", Namespace: "default"}},
+		}
+		if _, err := e.kube.RbacV1().RoleBindings("default").Create(e.ctx, rb, metav1.CreateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return kubernetes.NewForConfigOrDie(e.asServiceAccount("default", "edit-sa")), kubernetes.NewForConfigOrDie(e.asServiceAccount("default", "view-sa"))
+}
 
 // asServiceAccount is a client configuration that authenticates with a
 // token of the ServiceAccount ns/name, which must exist.

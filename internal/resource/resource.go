@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/crdserver/crdserver/internal/conversion"
+	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
 )
@@ -112,6 +113,15 @@ type Version struct {
 // FieldLabel reads the value a field selector label has for a stored
 // object (its JSON).
 type FieldLabel func(raw []byte) string
+
+// ScalarField is the FieldLabel of the scalar at path in the object ("" when
+// there is none).
+func ScalarField(path ...string) FieldLabel {
+	return func(raw []byte) string {
+		v, _ := jsonraw.Scalar(raw, path)
+		return v
+	}
+}
 
 // GroupResource names the resource.
 func (r *Resource) GroupResource() schema.GroupResource {

@@ -56,26 +56,19 @@ func Events(cache *store.Cache, ttl time.Duration) *resource.Resource {
 	}
 }
 
-func scalar(path ...string) resource.FieldLabel {
-	return func(raw []byte) string {
-		v, _ := jsonraw.Scalar(raw, path)
-		return v
-	}
-}
-
 // EventFieldLabels are the field selector labels of core v1 Events, read
 // from a stored Event, as Kubernetes' event strategy gives them.
 var EventFieldLabels = map[string]resource.FieldLabel{
-	"involvedObject.kind":            scalar("involvedObject", "kind"),
-	"involvedObject.namespace":       scalar("involvedObject", "namespace"),
-	"involvedObject.name":            scalar("involvedObject", "name"),
-	"involvedObject.uid":             scalar("involvedObject", "uid"),
-	"involvedObject.apiVersion":      scalar("involvedObject", "apiVersion"),
-	"involvedObject.resourceVersion": scalar("involvedObject", "resourceVersion"),
-	"involvedObject.fieldPath":       scalar("involvedObject", "fieldPath"),
-	"reason":                         scalar("reason"),
-	"reportingComponent":             scalar("reportingComponent"),
-	"type":                           scalar("type"),
+	"involvedObject.kind":            resource.ScalarField("involvedObject", "kind"),
+	"involvedObject.namespace":       resource.ScalarField("involvedObject", "namespace"),
+	"involvedObject.name":            resource.ScalarField("involvedObject", "name"),
+	"involvedObject.uid":             resource.ScalarField("involvedObject", "uid"),
+	"involvedObject.apiVersion":      resource.ScalarField("involvedObject", "apiVersion"),
+	"involvedObject.resourceVersion": resource.ScalarField("involvedObject", "resourceVersion"),
+	"involvedObject.fieldPath":       resource.ScalarField("involvedObject", "fieldPath"),
+	"reason":                         resource.ScalarField("reason"),
+	"reportingComponent":             resource.ScalarField("reportingComponent"),
+	"type":                           resource.ScalarField("type"),
 	"source": func(raw []byte) string {
 		if v, _ := jsonraw.Scalar(raw, []string{"source", "component"}); v != "" {
 			return v

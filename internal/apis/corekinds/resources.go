@@ -94,36 +94,29 @@ func Services(cache *store.Cache, a *ServiceAllocation) *resource.Resource {
 	return r
 }
 
-func scalar(path ...string) resource.FieldLabel {
-	return func(raw []byte) string {
-		v, _ := jsonraw.Scalar(raw, path)
-		return v
-	}
-}
-
 // podFieldLabels are the field selector labels of Pods, as kube's pod
 // strategy gives them (spec.host is kube's old name of spec.nodeName;
 // status.podIPs is accepted and never set, as in kube).
 var podFieldLabels = map[string]resource.FieldLabel{
-	"spec.nodeName":           scalar("spec", "nodeName"),
-	"spec.host":               scalar("spec", "nodeName"),
-	"spec.restartPolicy":      scalar("spec", "restartPolicy"),
-	"spec.schedulerName":      scalar("spec", "schedulerName"),
-	"spec.serviceAccountName": scalar("spec", "serviceAccountName"),
+	"spec.nodeName":           resource.ScalarField("spec", "nodeName"),
+	"spec.host":               resource.ScalarField("spec", "nodeName"),
+	"spec.restartPolicy":      resource.ScalarField("spec", "restartPolicy"),
+	"spec.schedulerName":      resource.ScalarField("spec", "schedulerName"),
+	"spec.serviceAccountName": resource.ScalarField("spec", "serviceAccountName"),
 	"spec.hostNetwork": func(raw []byte) string {
 		if v, _ := jsonraw.Scalar(raw, []string{"spec", "hostNetwork"}); v == "true" {
 			return v
 		}
 		return "false"
 	},
-	"status.phase":             scalar("status", "phase"),
-	"status.podIP":             scalar("status", "podIP"),
+	"status.phase":             resource.ScalarField("status", "phase"),
+	"status.podIP":             resource.ScalarField("status", "podIP"),
 	"status.podIPs":            func([]byte) string { return "" },
-	"status.nominatedNodeName": scalar("status", "nominatedNodeName"),
+	"status.nominatedNodeName": resource.ScalarField("status", "nominatedNodeName"),
 }
 
 // serviceFieldLabels are the field selector labels of Services.
 var serviceFieldLabels = map[string]resource.FieldLabel{
-	"spec.clusterIP": scalar("spec", "clusterIP"),
-	"spec.type":      scalar("spec", "type"),
+	"spec.clusterIP": resource.ScalarField("spec", "clusterIP"),
+	"spec.type":      resource.ScalarField("spec", "type"),
 }

@@ -69,6 +69,17 @@ func (s TypedStrategy[V, I]) toInternal(obj *resource.Object) (runtime.Object, e
 	return any(in).(runtime.Object), nil
 }
 
+// toInternalPair converts an update's new and old objects.
+func (s TypedStrategy[V, I]) toInternalPair(obj, old *resource.Object) (in, o runtime.Object, err error) {
+	if in, err = s.toInternal(obj); err != nil {
+		return nil, nil, err
+	}
+	if o, err = s.toInternal(old); err != nil {
+		return nil, nil, err
+	}
+	return in, o, nil
+}
+
 func (s TypedStrategy[V, I]) edit(obj *resource.Object, f func(runtime.Object)) {
 	editInternal[V](obj, func(in *I) { f(any(in).(runtime.Object)) })
 }
@@ -103,11 +114,7 @@ func (s TypedStrategy[V, I]) Validate(ctx context.Context, obj *resource.Object)
 
 // ValidateUpdate is kube's validation of an update, without its metadata errors.
 func (s TypedStrategy[V, I]) ValidateUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
-	in, err := s.toInternal(obj)
-	if err != nil {
-		return decodeError(err)
-	}
-	o, err := s.toInternal(old)
+	in, o, err := s.toInternalPair(obj, old)
 	if err != nil {
 		return decodeError(err)
 	}
@@ -125,11 +132,7 @@ func (s TypedStrategy[V, I]) WarningsOnCreate(ctx context.Context, obj *resource
 
 // WarningsOnUpdate are kube's warnings on an update.
 func (s TypedStrategy[V, I]) WarningsOnUpdate(ctx context.Context, obj, old *resource.Object) []string {
-	in, err := s.toInternal(obj)
-	if err != nil {
-		return nil
-	}
-	o, err := s.toInternal(old)
+	in, o, err := s.toInternalPair(obj, old)
 	if err != nil {
 		return nil
 	}
@@ -148,11 +151,7 @@ func (s TypedStrategy[V, I]) PrepareForStatusUpdate(ctx context.Context, obj, ol
 
 // ValidateStatusUpdate is kube's validation of a status update.
 func (s TypedStrategy[V, I]) ValidateStatusUpdate(ctx context.Context, obj, old *resource.Object) field.ErrorList {
-	in, err := s.toInternal(obj)
-	if err != nil {
-		return decodeError(err)
-	}
-	o, err := s.toInternal(old)
+	in, o, err := s.toInternalPair(obj, old)
 	if err != nil {
 		return decodeError(err)
 	}
