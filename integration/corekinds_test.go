@@ -309,6 +309,9 @@ func TestServiceAllocation(t *testing.T) {
 	}
 	// A create refused after its allocation gives the IP back.
 	free := "10.96.0.14"
+	if a.Spec.ClusterIP == free { // a's IP is random
+		free = "10.96.0.13"
+	}
 	if _, err := create("c", fmt.Sprintf(`{"clusterIP":%q,"sessionAffinity":"Sometimes","ports":[{"port":80}]}`, free)); !apierrors.IsInvalid(err) {
 		t.Fatalf("invalid create: %v", err)
 	}
@@ -316,8 +319,9 @@ func TestServiceAllocation(t *testing.T) {
 	if err != nil || c.Spec.ClusterIP != free {
 		t.Fatalf("IP of a refused create not given back: %v", err)
 	}
-	// A dry run takes nothing.
-	if _, err := svcs.Create(e.ctx, decodeService(t, "d", `{"type":"NodePort","ports":[{"port":80,"nodePort":31003}]}`), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+	// A dry run takes nothing (a port a does not hold: a's is random).
+	dryPort := 31000 + (a.Spec.Ports[0].NodePort-31000+1)%4
+	if _, err := svcs.Create(e.ctx, decodeService(t, "d", fmt.Sprintf(`{"type":"NodePort","ports":[{"port":80,"nodePort":%d}]}`, dryPort)), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Fatal(err)
 	}
 	// A type change to ClusterIP gives the node port back.
