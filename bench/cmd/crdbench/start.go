@@ -23,10 +23,15 @@ type procMem struct {
 	PID      int     `json:"pid"`
 	VMRSSMiB float64 `json:"vmrss_mib"`
 	VMHWMMiB float64 `json:"vmhwm_mib"`
-	Error    string  `json:"error,omitempty"`
+	// The two parts of VmRSS: the process's own memory (heap, stacks),
+	// and the pages of files it maps, most of them its executable's,
+	// which are shared with other processes and can be dropped.
+	RSSAnonMiB float64 `json:"rss_anon_mib"`
+	RSSFileMiB float64 `json:"rss_file_mib"`
+	Error      string  `json:"error,omitempty"`
 }
 
-// readMem reads VmRSS and VmHWM from /proc/PID/status.
+// readMem reads VmRSS, VmHWM, RssAnon and RssFile from /proc/PID/status.
 func readMem(name string, pid int) procMem {
 	m := procMem{Name: name, PID: pid}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
@@ -38,7 +43,7 @@ func readMem(name string, pid int) procMem {
 	for sc := bufio.NewScanner(f); sc.Scan(); {
 		if fields := strings.Fields(sc.Text()); len(fields) >= 2 {
 			kib, _ := strconv.ParseFloat(fields[1], 64)
-			if dst := map[string]*float64{"VmRSS:": &m.VMRSSMiB, "VmHWM:": &m.VMHWMMiB}[fields[0]]; dst != nil {
+			if dst := map[string]*float64{"VmRSS:": &m.VMRSSMiB, "VmHWM:": &m.VMHWMMiB, "RssAnon:": &m.RSSAnonMiB, "RssFile:": &m.RSSFileMiB}[fields[0]]; dst != nil {
 				*dst = kib / 1024
 			}
 		}
@@ -203,7 +208,7 @@ func runStart(args []string) error {
 	}
 	fmt.Printf("; after %v idle:", *idle)
 	for _, m := range res.Mem {
-		fmt.Printf(" %s VmRSS %.1f MiB;", m.Name, m.VMRSSMiB)
+		fmt.Printf(" %s VmRSS %.1f MiB (anon %.1f, file %.1f);", m.Name, m.VMRSSMiB, m.RSSAnonMiB, m.RSSFileMiB)
 	}
 	fmt.Printf(" total %.1f MiB; stopped in %.0f ms\n", res.TotalRSSMiB, res.StopMs)
 	if *jsonOut != "" {
@@ -231,7 +236,7 @@ func runRSS(args []string) error {
 	}{Label: *label}
 	res.Mem, res.TotalRSSMiB = readRSS(pids)
 	for _, m := range res.Mem {
-		fmt.Printf("%s pid %d VmRSS %.1f MiB VmHWM %.1f MiB %s\n", m.Name, m.PID, m.VMRSSMiB, m.VMHWMMiB, m.Error)
+		fmt.Printf("%s pid %d VmRSS %.1f MiB (anon %.1f, file %.1f) VmHWM %.1f MiB %s\n", m.Name, m.PID, m.VMRSSMiB, m.RSSAnonMiB, m.RSSFileMiB, m.VMHWMMiB, m.Error)
 	}
 	if *jsonOut != "" {
 		return writeJSON(*jsonOut, res)
