@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -18,6 +19,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 )
 
@@ -56,6 +58,7 @@ type kubeAPIServerFlags struct {
 	serviceIPRange   *string
 	nodePortRange    utilnet.PortRange
 	runtimeConfig    cliflag.ConfigurationMap
+	verbosity        *int
 }
 
 // addKubeAPIServerFlags registers them on fs; --secure-port is another
@@ -69,6 +72,7 @@ func addKubeAPIServerFlags(fs *flag.FlagSet, port *int) *kubeAPIServerFlags {
 	fs.Var(&f.disableAdmission, "disable-admission-plugins", "admission plugins to turn off (comma-separated kube-apiserver plugin names; those crdserver does not implement have nothing to turn off)")
 	f.serviceIPRange = fs.String("service-cluster-ip-range", "", "CIDR range (or two, one per IP family, comma-separated) Services' cluster IPs are allocated from")
 	fs.Var(&f.nodePortRange, "service-node-port-range", "a port range to reserve for services with NodePort visibility, inclusive at both ends of the range (e.g. '30000-32767')")
+	f.verbosity = fs.Int("v", 0, "number for the log level verbosity, as kube-apiserver's: 4 or more logs at debug level (unless --log-level says otherwise), and client-go's logs up to that level")
 	fs.Var(&f.runtimeConfig, "runtime-config", "key=value pairs turning built-in APIs on or off: <group>/<version>=true|false, v1 or api/v1 for the core group, api/all, api/ga, api/beta, api/alpha=true|false")
 	return f
 }
@@ -84,14 +88,19 @@ type kubeSettings struct {
 	serviceIPRanges   []*net.IPNet
 	nodePortRange     utilnet.PortRange
 	runtimeConfig     map[string]string
+	// verbosity is --v, klog's level.
+	verbosity int
 }
 
 // settings checks the flags as kube-apiserver does, returning its errors.
 // tlsGiven says whether --tls-cert-file or --tls-private-key-file is set.
 func (f *kubeAPIServerFlags) settings(tlsGiven bool) (kubeSettings, error) {
-	s := kubeSettings{allowPrivileged: *f.allowPrivileged, nodePortRange: f.nodePortRange}
+	s := kubeSettings{allowPrivileged: *f.allowPrivileged, nodePortRange: f.nodePortRange, verbosity: *f.verbosity}
 	var errs []error
 	var err error
+	if s.verbosity < 0 {
+		errs = append(errs, fmt.Errorf("--v %d: want a level of 0 or more", s.verbosity))
+	}
 	if s.disabledAdmission, err = admissionPlugins(f.enableAdmission, f.disableAdmission); err != nil {
 		errs = append(errs, err)
 	}
@@ -258,6 +267,13 @@ func usage(fs *flag.FlagSet, w io.Writer) {
 		}
 		fmt.Fprintf(w, "%s\n                %s\n", line, text)
 	})
+}
+
+// setKlogVerbosity sets klog's level (client-go logs through klog).
+func setKlogVerbosity(v int) error {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	return fs.Set("v", strconv.Itoa(v))
 }
 
 // parseError turns the flag package's error for an unknown flag into a

@@ -74,6 +74,7 @@ func TestKubeFlagsErrors(t *testing.T) {
 		{[]string{"--runtime-config=api/all=false"}, `invalid runtime-config with only api/all=false`},
 		{[]string{"--runtime-config=api/all=maybe"}, `invalid value api/all=maybe`},
 		{[]string{"--runtime-config=a/b/c/d=true"}, `runtime-config invalid key a/b/c/d`},
+		{[]string{"--v=-1"}, `--v -1: want a level of 0 or more`},
 	} {
 		_, _, err := parseKube(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -102,6 +103,9 @@ func TestKubeFlagsAccepted(t *testing.T) {
 	}
 	if s, _, err := parseKube(t, "--service-node-port-range=31000-31099"); err != nil || s.nodePortRange.Base != 31000 || s.nodePortRange.Size != 100 {
 		t.Errorf("node port range %v: %v", s.nodePortRange, err)
+	}
+	if s, _, err := parseKube(t, "-v", "4"); err != nil || s.verbosity != 4 {
+		t.Errorf("-v 4: verbosity %d: %v", s.verbosity, err)
 	}
 	if s, _, _ := parseKube(t); s.nodePortRange.String() != "30000-32767" {
 		t.Errorf("default node port range %v", s.nodePortRange)

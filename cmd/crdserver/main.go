@@ -148,10 +148,17 @@ func run(args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
+	if ks.verbosity >= 4 && !flagSet["log-level"] {
+		level = slog.LevelDebug
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
-	// client-go's logs (leader election, for one) go the same way.
+	// client-go's logs (leader election, for one) go the same way, those
+	// of klog's level --v and below.
 	klog.SetSlogLogger(log)
+	if err := setKlogVerbosity(ks.verbosity); err != nil {
+		return err
+	}
 
 	// --cert-dir: the serving certificate there, made when missing, as
 	// kube-apiserver does.
