@@ -689,3 +689,151 @@ func TestCoreKindsRBAC(t *testing.T) {
 		t.Errorf("delete pod as view: %v, want Forbidden", err)
 	}
 }
+
+// TestPodGracefulDeletion: a Pod on a node is deleted gracefully, as
+// kube-apiserver v1.37.2 deletes it with no kubelet to end it (the same
+// requests sent to it gave the same answers): kept with its deletion
+// timestamp and grace period (the spec's 30 s), a second delete changes
+// nothing, a shorter grace period shortens it, a longer one does not, and
+// a grace period of 0 writes it marked, then deletes it. Deletes of Pods,
+// Services, PersistentVolumeClaims and ServiceAccounts answer with the
+// object, as kube's registries do; those of ConfigMaps with a Status.
+func TestPodGracefulDeletion(t *testing.T) {
+	e := start(t)
+	pods := e.kube.CoreV1().Pods("default")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-node"}, Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+	created, err := pods.Create(e.ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pods.Watch(e.ctx, metav1.ListOptions{FieldSelector: "metadata.name=on-node", ResourceVersion: created.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	del := func(query string) (*corev1.Pod, int) {
+		t.Helper()
+		r := e.do(http.MethodDelete, "/api/v1/namespaces/default/pods/on-node"+query, "")
+		var p corev1.Pod
+		if err := json.Unmarshal(r.body, &p); err != nil || p.Kind != "Pod" {
+			t.Fatalf("delete%s: %d %s", query, r.code, r.body)
+		}
+		return &p, r.code
+	}
+	grace := func(p *corev1.Pod) int64 {
+		if p.DeletionTimestamp == nil || p.DeletionGracePeriodSeconds == nil {
+			t.Fatalf("not marked deleted: %+v", p.ObjectMeta)
+		}
+		return *p.DeletionGracePeriodSeconds
+	}
+	before := time.Now()
+	p, code := del("")
+	if code != http.StatusOK || grace(p) != 30 || p.Generation != 2 {
+		t.Fatalf("first delete: %d, grace %d, generation %d", code, grace(p), p.Generation)
+	}
+	// The deletion timestamp is when the grace period ends.
+	if d := p.DeletionTimestamp.Sub(before); d < 29*time.Second || d > 32*time.Second {
+		t.Errorf("deletion timestamp %v after the delete, want 30 s", d)
+	}
+	first := p.DeletionTimestamp
+	if p, _ = del(""); grace(p) != 30 || !p.DeletionTimestamp.Equal(first) || p.Generation != 2 {
+		t.Errorf("second delete changed the pod: grace %d, %v, generation %d", grace(p), p.DeletionTimestamp, p.Generation)
+	}
+	if p, _ = del("?gracePeriodSeconds=10"); grace(p) != 10 || !p.DeletionTimestamp.Time.Equal(first.Add(-20*time.Second)) {
+		t.Errorf("shortened to 10 s: grace %d, %v (was %v)", grace(p), p.DeletionTimestamp, first)
+	}
+	if p, _ = del("?gracePeriodSeconds=40"); grace(p) != 10 {
+		t.Errorf("lengthened: grace %d", grace(p))
+	}
+	if p, _ = del("?gracePeriodSeconds=0&dryRun=All"); grace(p) != 0 {
+		t.Errorf("dry run at 0: grace %d", grace(p))
+	}
+	if _, err := pods.Get(e.ctx, "on-node", metav1.GetOptions{}); err != nil {
+		t.Fatalf("after a dry run: %v", err)
+	}
+	if p, _ = del("?gracePeriodSeconds=0"); grace(p) != 0 {
+		t.Errorf("deleted at 0: grace %d", grace(p))
+	}
+	if _, err := pods.Get(e.ctx, "on-node", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("deleted pod: %v", err)
+	}
+	// A watcher saw each mark (the 30 s, the 10 s, the 0 s), then the deletion.
+	var events []string
+	for len(events) < 4 {
+		select {
+		case ev := <-w.ResultChan():
+			events = append(events, fmt.Sprintf("%s %d", ev.Type, grace(ev.Object.(*corev1.Pod))))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("events %v", events)
+		}
+	}
+	if want := []string{"MODIFIED 30", "MODIFIED 10", "MODIFIED 0", "DELETED 0"}; !slices.Equal(events, want) {
+		t.Errorf("events %v, want %v", events, want)
+	}
+
+	// A foreground delete: the garbage collector takes its finalizer off
+	// (the Pod has no dependents), and the Pod stays for its grace period
+	// all the same, as on Kubernetes.
+	pod.ResourceVersion = ""
+	if _, err := pods.Create(e.ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ = del("?propagationPolicy=Foreground"); grace(p) != 30 || !slices.Equal(p.Finalizers, []string{metav1.FinalizerDeleteDependents}) {
+		t.Fatalf("foreground delete: grace %d, finalizers %v", grace(p), p.Finalizers)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := pods.Get(e.ctx, "on-node", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("a pod in its grace period: %v", err)
+		}
+		if len(p.Finalizers) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the garbage collector left the finalizers %v", p.Finalizers)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := pods.Get(e.ctx, "on-node", metav1.GetOptions{}); err != nil {
+		t.Fatalf("finalizers gone, grace period not over: %v", err)
+	}
+	if err := pods.Delete(e.ctx, "on-node", metav1.DeleteOptions{GracePeriodSeconds: ptr[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A finalizer keeps a Pod no node runs, marked with no grace period.
+	pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kept", Finalizers: []string{"example.com/x"}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+	if _, err := pods.Create(e.ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do(http.MethodDelete, "/api/v1/namespaces/default/pods/kept", "")
+	var kept corev1.Pod
+	if err := json.Unmarshal(r.body, &kept); err != nil || r.code != http.StatusOK || grace(&kept) != 0 || kept.Generation != 2 {
+		t.Fatalf("kept pod: %d %s", r.code, r.body)
+	}
+
+	// What a delete answers.
+	if _, err := e.kube.CoreV1().ServiceAccounts("default").Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.kube.CoreV1().ConfigMaps("default").Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.kube.CoreV1().Services("default").Create(e.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for path, kind := range map[string]string{"serviceaccounts/sa": "ServiceAccount", "services/svc": "Service", "configmaps/cm": "Status"} {
+		r := e.do(http.MethodDelete, "/api/v1/namespaces/default/"+path, "")
+		var got struct {
+			Kind     string
+			Metadata metav1.ObjectMeta
+		}
+		if err := json.Unmarshal(r.body, &got); err != nil || r.code != http.StatusOK || got.Kind != kind {
+			t.Errorf("delete %s: %d %s, want a %s", path, r.code, r.body, kind)
+		}
+		if kind != "Status" && (got.Metadata.Name != path[strings.Index(path, "/")+1:] || got.Metadata.ResourceVersion == "") {
+			t.Errorf("delete %s answered %+v", path, got.Metadata)
+		}
+	}
+}

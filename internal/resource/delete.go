@@ -83,19 +83,27 @@ func (c *call) delete() {
 		c.fail(err)
 		return
 	}
-	if !deleted {
-		// The object stays (finalizers): it is answered in the request's
-		// version, or, when that conversion fails (a webhook that is
-		// down), with a Status: the deletion happened all the same.
-		if _, err := c.convert([][]byte{raw}); err != nil {
-			c.h.Log.Warn("delete: the object is answered as a Status", "resource", c.res.String(), "name", c.info.Name, "err", err)
-			c.respondDeleted(c.info.Name, uid)
-			return
-		}
-		c.respond(http.StatusOK, raw)
+	if deleted && !c.res.ReturnDeletedObject {
+		c.respondDeleted(c.info.Name, uid)
 		return
 	}
-	c.respondDeleted(c.info.Name, uid)
+	// The object stays (finalizers, a graceful deletion), or is gone and
+	// the resource answers with its last state: it is answered in the
+	// request's version, or, when that conversion fails (a webhook that
+	// is down), with a Status: the deletion happened all the same.
+	if _, err := c.convert([][]byte{raw}); err != nil {
+		c.h.Log.Warn("delete: the object is answered as a Status", "resource", c.res.String(), "name", c.info.Name, "err", err)
+		c.respondDeleted(c.info.Name, uid)
+		return
+	}
+	status := http.StatusOK
+	// An object kept after a delete that asked for its dependents to be
+	// deleted (the deprecated orphanDependents=false) is answered 202
+	// Accepted, as kube-apiserver answers it.
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents { //nolint:staticcheck // still honoured, as in Kubernetes
+		status = http.StatusAccepted
+	}
+	c.respond(status, raw)
 }
 
 func (c *call) respondDeleted(name string, uid types.UID) {
@@ -142,11 +150,17 @@ func (c *call) checkPreconditions(p *metav1.Preconditions, cur *Object, name str
 	return nil
 }
 
-// deleteObject deletes one object, or marks it deleted while finalizers
-// (or the resource's own delete hook) keep it. It returns the object, in
-// the request's version, and whether it is gone.
+// deleteObject deletes one object, or marks it deleted while finalizers,
+// a graceful deletion (GracefulDeleter) or the resource's own delete hook
+// keep it. It returns the object as stored (as marked, or its last state
+// when it is gone) and whether it is gone.
 func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) ([]byte, types.UID, bool, error) {
 	key := c.res.Key(c.namespace, name)
+	if _, ok := c.res.Strategy.(GracefulDeleter); ok {
+		// Its strategy sets the grace period in the options: each object
+		// deleted has its own.
+		opts = opts.DeepCopy()
+	}
 	kv, _, err := c.h.Store.Get(c.ctx, key, 0)
 	if err != nil {
 		return nil, "", false, c.storeError(err, name)
@@ -185,34 +199,14 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 			admitted = true
 		}
 		next := cur.DeepCopy()
-		keep := false
-		if hook, ok := c.res.Strategy.(DeleteHook); ok {
-			if keep, err = hook.BeforeDelete(c.ctx, next); err != nil {
-				return nil, "", false, err
-			}
+		keep, gracefully, pending, err := c.markDeleted(next, opts, undecodable == nil)
+		if err != nil {
+			return nil, "", false, err
 		}
-		// Orphan and Foreground propagation hand the object to the garbage
-		// collector through a finalizer, as in Kubernetes.
-		f := propagationFinalizer(opts)
-		if f == "" && c.orphansByDefault(opts) && !slices.Contains(next.Meta.Finalizers, metav1.FinalizerDeleteDependents) {
-			f = metav1.FinalizerOrphanDependents
-		}
-		if f != "" && !keep && !slices.Contains(next.Meta.Finalizers, f) {
-			next.Meta.Finalizers = append(next.Meta.Finalizers, f)
-		}
-		if !keep && len(next.Meta.Finalizers) > 0 {
-			keep = true
-			if next.Meta.DeletionTimestamp == nil {
-				now := c.h.now()
-				zero := int64(0)
-				next.Meta.DeletionTimestamp = &now
-				next.Meta.DeletionGracePeriodSeconds = &zero
-			}
-		}
-		// Starting deletion is a change of the object: Kubernetes counts it
-		// in the generation.
-		if keep && cur.Meta.DeletionTimestamp == nil && next.Meta.DeletionTimestamp != nil && next.Meta.Generation > 0 {
-			next.Meta.Generation++
+		if pending {
+			// A graceful deletion under way, not shortened by this one:
+			// the object is answered as it is.
+			return raw, cur.Meta.UID, false, nil
 		}
 		if keep && undecodable != nil {
 			return nil, "", false, apierrors.NewInternalError(undecodable)
@@ -242,8 +236,33 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 			out, err := jsonraw.SetResourceVersion(data, rev)
 			return out, cur.Meta.UID, false, err
 		}
+		if gracefully {
+			// A graceful delete with no grace period left: the object is
+			// written marked (a watcher sees it), then deleted.
+			data, err := c.toStorage(next)
+			if err != nil {
+				return nil, "", false, apierrors.NewInternalError(err)
+			}
+			rev := kv.ModRevision
+			if !dry {
+				var latest *store.KV
+				rev, latest, err = c.h.Store.Update(c.ctx, key, data, kv.ModRevision, store.WriteOptions{TTL: c.res.TTL})
+				if errors.Is(err, store.ErrConflict) {
+					kv = latest
+					continue
+				}
+				if err != nil {
+					return nil, "", false, c.storeError(err, name)
+				}
+				kv = &store.KV{Key: key, Value: data, ModRevision: rev, CreateRevision: kv.CreateRevision}
+			}
+			if raw, err = jsonraw.SetResourceVersion(data, rev); err != nil {
+				return nil, "", false, apierrors.NewInternalError(err)
+			}
+			cur = next
+		}
 		if dry {
-			return nil, cur.Meta.UID, true, nil
+			return raw, cur.Meta.UID, true, nil
 		}
 		_, latest, err := c.h.Store.Delete(c.ctx, key, kv.ModRevision)
 		if errors.Is(err, store.ErrConflict) {
@@ -256,8 +275,56 @@ func (c *call) deleteObject(name string, opts *metav1.DeleteOptions, dry bool) (
 		if undecodable == nil {
 			c.released(cur)
 		}
-		return nil, cur.Meta.UID, true, nil
+		return raw, cur.Meta.UID, true, nil
 	}
+}
+
+// markDeleted applies a delete to next, a copy of the stored object
+// (decodable says whether it decoded): a graceful deletion
+// (GracefulDeleter), the resource's delete hook, the finalizers the
+// propagation policy asks for. It returns whether the object stays
+// (written as next), whether a graceful delete marked it (with no grace
+// period left when it does not stay: it is written, then deleted), and
+// whether a graceful deletion under way is left as it is (pending).
+func (c *call) markDeleted(next *Object, opts *metav1.DeleteOptions, decodable bool) (keep, gracefully, pending bool, err error) {
+	wasDeleting := next.Meta.DeletionTimestamp != nil
+	if g, ok := c.res.Strategy.(GracefulDeleter); ok && decodable {
+		if gracefully, pending, err = g.BeforeGracefulDelete(c.ctx, next, opts); err != nil || pending {
+			return false, false, pending, err
+		}
+	}
+	hookKeeps := false
+	if hook, ok := c.res.Strategy.(DeleteHook); ok {
+		if hookKeeps, err = hook.BeforeDelete(c.ctx, next); err != nil {
+			return false, false, false, err
+		}
+	}
+	// Orphan and Foreground propagation hand the object to the garbage
+	// collector through a finalizer, as in Kubernetes.
+	f := propagationFinalizer(opts)
+	if f == "" && c.orphansByDefault(opts) && !slices.Contains(next.Meta.Finalizers, metav1.FinalizerDeleteDependents) {
+		f = metav1.FinalizerOrphanDependents
+	}
+	if f != "" && !hookKeeps && !slices.Contains(next.Meta.Finalizers, f) {
+		next.Meta.Finalizers = append(next.Meta.Finalizers, f)
+	}
+	// A grace period to wait for keeps the object, as finalizers do.
+	keep = hookKeeps || gracefully && next.Meta.DeletionGracePeriodSeconds != nil && *next.Meta.DeletionGracePeriodSeconds > 0
+	if !keep && len(next.Meta.Finalizers) > 0 {
+		keep = true
+		if next.Meta.DeletionTimestamp == nil {
+			now := c.h.now()
+			zero := int64(0)
+			next.Meta.DeletionTimestamp = &now
+			next.Meta.DeletionGracePeriodSeconds = &zero
+		}
+	}
+	// Starting deletion is a change of the object: Kubernetes counts it
+	// in the generation (a graceful delete has counted it).
+	if keep && !gracefully && !wasDeleting && next.Meta.DeletionTimestamp != nil && next.Meta.Generation > 0 {
+		next.Meta.Generation++
+	}
+	return keep, gracefully, false, nil
 }
 
 // deleteCollection answers DELETE of a collection: every object the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -57,6 +58,10 @@ type Resource struct {
 	// AllowCreateOnUpdate lets a PUT without resourceVersion create an
 	// object that does not exist (Leases).
 	AllowCreateOnUpdate bool
+	// ReturnDeletedObject answers a delete that removes an object with
+	// the object (its last state) instead of a Status, as kube's
+	// registries of Pods, Services, ServiceAccounts and a few more do.
+	ReturnDeletedObject bool
 	// StrategicMergeType, when set, is the Go type that strategic merge
 	// patches of this resource are computed against (built-in types only).
 	StrategicMergeType any
@@ -185,6 +190,18 @@ type StatusStrategy interface {
 // written instead of deleted, or an error to refuse the delete.
 type DeleteHook interface {
 	BeforeDelete(ctx context.Context, obj *Object) (bool, error)
+}
+
+// GracefulDeleter lets a resource delete objects gracefully, as kube's
+// rest.BeforeDelete does with a graceful delete strategy (a Pod on a node
+// waits for its kubelet). BeforeGracefulDelete may set opts'
+// gracePeriodSeconds and obj's deletionTimestamp,
+// deletionGracePeriodSeconds and generation; graceful says it did (a
+// grace period of 0: the object is written so, then deleted; more: it
+// stays). pending says a graceful deletion is under way and this delete
+// does not shorten it: nothing is written.
+type GracefulDeleter interface {
+	BeforeGracefulDelete(ctx context.Context, obj *Object, opts *metav1.DeleteOptions) (graceful, pending bool, err error)
 }
 
 // Allocator lets a strategy take from a shared pool what an object holds

@@ -15,9 +15,15 @@ import (
 	"github.com/crdserver/crdserver/internal/store"
 )
 
-// finalized reports whether an object whose deletion was requested may go.
+// finalized reports whether an object whose deletion was requested may go:
+// no finalizer left, and no grace period to wait for (a Pod deleted
+// gracefully stays until a delete with a grace period of 0, as kube's
+// registry keeps it).
 func (c *call) finalized(obj *Object) bool {
 	if obj.Meta.DeletionTimestamp == nil || len(obj.Meta.Finalizers) > 0 {
+		return false
+	}
+	if g := obj.Meta.DeletionGracePeriodSeconds; g != nil && *g > 0 {
 		return false
 	}
 	if f, ok := c.res.Strategy.(Finalizer); ok {

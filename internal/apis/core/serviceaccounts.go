@@ -50,6 +50,7 @@ func ServiceAccounts(cache *store.Cache, tokens *TokenRequests) *resource.Resour
 		Protobuf:                 true,
 		StrategicMergeType:       &corev1.ServiceAccount{},
 		Verbs:                    resource.DefaultVerbs,
+		ReturnDeletedObject:      true,
 	}
 	if tokens != nil {
 		res.Subresources = []*resource.Subresource{{

@@ -64,6 +64,7 @@ func PersistentVolumeClaims(cache *store.Cache) *resource.Resource {
 		List: func(items []api.PersistentVolumeClaim) runtime.Object {
 			return &api.PersistentVolumeClaimList{Items: items}
 		},
+		ReturnDeletedObject: true,
 	}.Resource(cache)
 }
 
@@ -73,7 +74,8 @@ func Pods(cache *store.Cache) *resource.Resource {
 	r := kuberegistry.Kind[corev1.Pod, api.Pod]{
 		Version: "v1", Plural: "pods", Kind: "Pod", ShortNames: []string{"po"}, Categories: []string{"all"}, Namespaced: true, Prefix: PodPrefix,
 		Kube: pod.Strategy, StatusKube: pod.StatusStrategy,
-		List: func(items []api.Pod) runtime.Object { return &api.PodList{Items: items} },
+		List:                func(items []api.Pod) runtime.Object { return &api.PodList{Items: items} },
+		ReturnDeletedObject: true,
 	}.Resource(cache)
 	r.Versions[0].FieldLabels = podFieldLabels
 	return r
@@ -86,7 +88,8 @@ func Services(cache *store.Cache, a *ServiceAllocation) *resource.Resource {
 	r := kuberegistry.Kind[corev1.Service, api.Service]{
 		Version: "v1", Plural: "services", Kind: "Service", ShortNames: []string{"svc"}, Categories: []string{"all"}, Namespaced: true, Prefix: ServicePrefix,
 		Kube: service.Strategy, StatusKube: service.StatusStrategy,
-		List: func(items []api.Service) runtime.Object { return &api.ServiceList{Items: items} },
+		List:                func(items []api.Service) runtime.Object { return &api.ServiceList{Items: items} },
+		ReturnDeletedObject: true,
 	}.Resource(cache)
 	r.Versions[0].FieldLabels = serviceFieldLabels
 	r.AllowCreateOnUpdate = true

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/resource"
@@ -39,6 +40,9 @@ type Kind[V, I any] struct {
 	// List puts internal objects in the kind's internal list type (for
 	// kube's printers).
 	List func(items []I) runtime.Object
+	// ReturnDeletedObject answers a delete with the deleted object, as
+	// kube's registry of the kind does.
+	ReturnDeletedObject bool
 }
 
 // Resource is the kind as the engine serves it, from cache.
@@ -46,6 +50,10 @@ func (k Kind[V, I]) Resource(cache *store.Cache) *resource.Resource {
 	v := &resource.Version{Name: k.Version, Status: k.StatusKube != nil}
 	if k.Scale {
 		v.Scale = &resource.Scale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", Selector: SpecSelector}
+	}
+	var strategy resource.Strategy = TypedStrategy[V, I]{Group: k.Group, Kind: k.Kind, Version: k.Version, Kube: k.Kube, Status: k.StatusKube, OrphanWarning: k.OrphanWarning}
+	if _, ok := k.Kube.(rest.RESTGracefulDeleteStrategy); ok {
+		strategy = GracefulStrategy[V, I]{strategy.(TypedStrategy[V, I])}
 	}
 	return &resource.Resource{
 		Group:                    k.Group,
@@ -60,7 +68,7 @@ func (k Kind[V, I]) Resource(cache *store.Cache) *resource.Resource {
 		StorageVersion:           k.Version,
 		KeyPrefix:                k.Prefix,
 		Cache:                    cache,
-		Strategy:                 TypedStrategy[V, I]{Group: k.Group, Kind: k.Kind, Version: k.Version, Kube: k.Kube, Status: k.StatusKube, OrphanWarning: k.OrphanWarning},
+		Strategy:                 strategy,
 		Converter:                conversion.None{},
 		Table:                    Table[V, I]{List: k.List},
 		FieldManagers:            resource.BuiltinFieldManagers(k.Group, k.Kind, k.StatusKube != nil),
@@ -68,6 +76,7 @@ func (k Kind[V, I]) Resource(cache *store.Cache) *resource.Resource {
 		Protobuf:                 true,
 		StrategicMergeType:       new(V),
 		Verbs:                    []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
+		ReturnDeletedObject:      k.ReturnDeletedObject,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/operation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -188,4 +189,29 @@ func withoutMetadata(errs field.ErrorList) field.ErrorList {
 		out = append(out, e)
 	}
 	return out
+}
+
+// GracefulStrategy is the TypedStrategy of a kind kube deletes gracefully
+// (its strategy is a rest.RESTGracefulDeleteStrategy: Pods).
+type GracefulStrategy[V, I any] struct {
+	TypedStrategy[V, I]
+}
+
+// BeforeGracefulDelete runs kube's rest.BeforeDelete with kube's strategy
+// on obj as its internal type, and takes the deletion's timestamp, grace
+// period and generation it sets.
+func (s GracefulStrategy[V, I]) BeforeGracefulDelete(ctx context.Context, obj *resource.Object, opts *metav1.DeleteOptions) (graceful, pending bool, err error) {
+	in, err := s.toInternal(obj)
+	if err != nil {
+		return false, false, err
+	}
+	graceful, pending, err = rest.BeforeDelete(s.Kube.(rest.RESTDeleteStrategy), ctx, in, opts)
+	if err != nil {
+		return false, false, err
+	}
+	m := in.(metav1.Object)
+	obj.Meta.DeletionTimestamp = m.GetDeletionTimestamp()
+	obj.Meta.DeletionGracePeriodSeconds = m.GetDeletionGracePeriodSeconds()
+	obj.Meta.Generation = m.GetGeneration()
+	return graceful, pending, nil
 }
