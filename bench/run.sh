@@ -242,8 +242,10 @@ for b in kubectl etcd kube-stub apiextensions-apiserver; do
 done
 [[ -s "$REF/pki/admin.crt" ]] || { log "missing $REF/pki (run $REF/start-reference.sh once)"; exit 1; }
 
-rm -rf "$OUT"
+# The last run's results go, but bench/suites.sh's (suites.tsv), which this
+# script does not make.
 mkdir -p "$OUT"
+find "$OUT" -mindepth 1 -maxdepth 1 ! -name suites.tsv -exec rm -rf -- {} +
 echo "# WORK=$WORK: a temporary folder, removed at the end" >"$OUT/commands.txt"
 
 # 0. Machine.
