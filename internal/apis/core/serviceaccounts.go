@@ -233,7 +233,8 @@ func (t *TokenRequests) create(r *http.Request, info *request.Info) (*authentica
 			uid = s.UID
 			issue.Secret = &serviceaccount.Ref{Name: ref.Name, UID: s.UID}
 		case gvk.Group == "" && gvk.Kind == "Pod":
-			// crdserver serves no Pods: the one named does not exist.
+			// Tokens are not bound to Pods yet (kube-apiserver binds them):
+			// answered as kube answers a Pod that does not exist.
 			return nil, apierrors.NewNotFound(corev1.Resource("pods"), ref.Name)
 		case gvk.Group == "" && gvk.Kind == "Node":
 			return nil, apierrors.NewNotFound(corev1.Resource("nodes"), ref.Name)
