@@ -812,6 +812,12 @@ func TestPodGracefulDeletion(t *testing.T) {
 	if err := json.Unmarshal(r.body, &kept); err != nil || r.code != http.StatusOK || grace(&kept) != 0 || kept.Generation != 2 {
 		t.Fatalf("kept pod: %d %s", r.code, r.body)
 	}
+	// Kept after a delete that asked for its dependents to be deleted
+	// (the deprecated orphanDependents=false): 202 Accepted, as
+	// kube-apiserver's delete handler answers.
+	if r := e.do(http.MethodDelete, "/api/v1/namespaces/default/pods/kept?orphanDependents=false", ""); r.code != http.StatusAccepted {
+		t.Errorf("kept pod, orphanDependents=false: %d %s", r.code, r.body)
+	}
 
 	// What a delete answers.
 	if _, err := e.kube.CoreV1().ServiceAccounts("default").Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa"}}, metav1.CreateOptions{}); err != nil {
