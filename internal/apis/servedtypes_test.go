@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"go.yaml.in/yaml/v2"
+	extapplyconfiguration "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/applyconfigurations"
@@ -21,18 +21,13 @@ import (
 	"github.com/crdserver/crdserver/internal/store"
 )
 
-var update = flag.Bool("update", false, "rewrite ../resource/servedtypes.yaml from client-go's schema")
-
-const servedTypesHeader = `# The structured-merge-diff schema of the k8s.io/api kinds crdserver serves
-# and of every type they refer to, as client-go's applyconfigurations give it.
-# Made by TestServedTypes in internal/apis; do not edit. After a client-go
-# update or a new built-in kind: go test ./internal/apis -run TestServedTypes -update
-`
+var update = flag.Bool("update", false, "rewrite ../resource/servedtypes_gen.go from client-go's schema")
 
 // TestServedTypes makes the schema of the built-in kinds' types from
 // client-go's (every served k8s.io/api kind, and the types it refers to,
-// transitively), checks it is resource.ServedTypesYAML byte for byte, and
-// that what that parses to is client-go's schema, type by type.
+// transitively), writes it as Go with apiextensions-apiserver's schema
+// (schemaGo), checks that is internal/resource/servedtypes_gen.go byte for
+// byte, and that what the server compiled in is both schemas, type by type.
 func TestServedTypes(t *testing.T) {
 	st, err := store.Open(t.Context(), store.OpenOptions{Dir: t.TempDir(), NoFsync: true})
 	if err != nil {
@@ -102,33 +97,47 @@ func TestServedTypes(t *testing.T) {
 			part.Types = append(part.Types, def)
 		}
 	}
-	out, err := yaml.Marshal(&part)
+	// apiextensions-apiserver's schema, whole (its CRD types and the meta
+	// types they use).
+	crd := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition"}}
+	crdTV, err := extapplyconfiguration.NewTypeConverter(request.Scheme()).ObjectToTyped(crd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out = append([]byte(servedTypesHeader), out...)
+	crdSchema := crdTV.Schema()
+
+	out, err := schemaGo([]string{"servedKubeTypes", "servedCRDTypes"}, [][]smdschema.TypeDef{part.Types, crdSchema.Types})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "resource", "servedtypes_gen.go")
 	if *update {
-		if err := os.WriteFile(filepath.Join("..", "resource", "servedtypes.yaml"), out, 0o644); err != nil {
+		if err := os.WriteFile(path, out, 0o644); err != nil {
 			t.Fatal(err)
 		}
-	} else if !bytes.Equal(out, resource.ServedTypesYAML) {
-		t.Fatalf("internal/resource/servedtypes.yaml is not client-go's schema of the served kinds (%d types); run go test ./internal/apis -run TestServedTypes -update", len(part.Types))
+		t.Skip("written; run again to check it")
+	}
+	if have, err := os.ReadFile(path); err != nil || !bytes.Equal(have, out) {
+		t.Fatalf("internal/resource/servedtypes_gen.go is not client-go's schema of the served kinds (%d types) and apiextensions-apiserver's (%v); run go test ./internal/apis -run TestServedTypes -update", len(part.Types), err)
 	}
 
-	// What the server parses is client-go's schema.
-	parsed, err := typed.NewParser(typed.YAMLObject(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(parsed.Schema.Types) != len(part.Types) {
-		t.Fatalf("%d types parsed, want %d", len(parsed.Schema.Types), len(part.Types))
-	}
-	for i := range part.Types {
-		got := parsed.Schema.Types[i]
-		if !got.Equals(&part.Types[i]) {
-			t.Errorf("type %s differs from client-go's", got.Name)
+	// What the server compiled in is client-go's schema, and
+	// apiextensions-apiserver's.
+	kube, crds := resource.ServedSchemas()
+	for _, c := range []struct {
+		name      string
+		got, want []smdschema.TypeDef
+	}{{"client-go", kube.Types, part.Types}, {"apiextensions-apiserver", crds.Types, crdSchema.Types}} {
+		if len(c.got) != len(c.want) {
+			t.Fatalf("%d types compiled in, want %d of %s's", len(c.got), len(c.want), c.name)
+		}
+		for i := range c.want {
+			if !c.got[i].Equals(&c.want[i]) {
+				t.Errorf("type %s differs from %s's", c.got[i].Name, c.name)
+			}
 		}
 	}
+	parsed := &typed.Parser{Schema: smdschema.Schema{Types: kube.Types}}
 	for _, name := range roots {
 		if !parsed.Type(name).IsValid() {
 			t.Errorf("served type %s is not in the schema", name)

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	extapplyconfiguration "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,7 +15,6 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/crdserver/crdserver/internal/conversion"
-	"github.com/crdserver/crdserver/internal/request"
 )
 
 // Helpers for the built-in APIs' strategies, which work on Go types.
@@ -141,7 +139,7 @@ func WarmBuiltinTypes() { builtinTypes() }
 var builtinTypes = sync.OnceValue(func() managedfields.TypeConverter {
 	return unionTypeConverter{
 		kube:          newServedTypes(),
-		apiextensions: extapplyconfiguration.NewTypeConverter(request.Scheme()),
+		apiextensions: newCRDTypes(),
 	}
 })
 

@@ -1,35 +1,34 @@
 package resource
 
 import (
-	_ "embed"
-	"log/slog"
 	"sync"
 
-	yaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
+	"sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/crdserver/crdserver/internal/request"
 )
 
-// ServedTypesYAML is the structured-merge-diff schema of the k8s.io/api
-// kinds crdserver serves, and of every type they refer to: the part of
-// client-go's schema (the one server-side apply uses for these types) the
-// server needs. A server's first write waits for it to be read, so it is
-// this part (some 350 types, the workload kinds' pod templates among
-// them), not client-go's whole schema (959 types), and it is read without
-// smd's check against its schema of schemas (a third of the time).
-// internal/apis' TestServedTypes makes it from client-go's schema and
-// checks it is what client-go says.
-//
-//go:embed servedtypes.yaml
-var ServedTypesYAML []byte
+// ServedSchemas are the structured-merge-diff schemas of the built-in
+// kinds, compiled in (servedtypes_gen.go): kube, the k8s.io/api kinds
+// crdserver serves and every type they refer to, the part of client-go's
+// schema (the one server-side apply uses for these types) the server needs
+// (some 350 types, the workload kinds' pod templates among them, of
+// client-go's 959); crds, apiextensions-apiserver's. Being Go data, they
+// take no time or heap when a process starts (parsing client-go's part
+// took some 15 ms and 3 MB). internal/apis' TestServedTypes writes them
+// from client-go's and apiextensions-apiserver's schemas and checks them
+// against those.
+func ServedSchemas() (kube, crds *schema.Schema) {
+	return &schema.Schema{Types: servedKubeTypes}, &schema.Schema{Types: servedCRDTypes}
+}
 
-// servedTypes converts the k8s.io/api kinds with the schema of
-// ServedTypesYAML, and any other kind with client-go's whole schema
+// servedTypes converts the k8s.io/api kinds with their compiled-in schema
+// (ServedSchemas), and any other kind with client-go's whole schema
 // (parsed on first use). It types objects as apimachinery's scheme type
 // converter does (managedfields.NewSchemeTypeConverter, its oracle in
 // TestServedTypesFallBack), with the scheme's name of each kind's type
@@ -44,17 +43,15 @@ type servedTypes struct {
 }
 
 func newServedTypes() *servedTypes {
-	// typed.NewParser would first check the YAML against smd's schema of
-	// schemas, which takes twice as long as reading it; TestServedTypes
-	// checks the file instead, type by type against client-go's.
-	parser := &typed.Parser{}
-	if err := yaml.Unmarshal(ServedTypesYAML, &parser.Schema); err != nil {
-		// Only a broken build gets here (TestServedTypes parses it).
-		slog.Error("resource: the served types' schema does not parse; using client-go's", "err", err)
-		parser = &typed.Parser{}
-	}
 	scheme := request.Scheme()
+	parser := &typed.Parser{Schema: schema.Schema{Types: servedKubeTypes}}
 	return &servedTypes{scheme: scheme, parser: parser, served: managedfields.NewSchemeTypeConverter(scheme, parser)}
+}
+
+// newCRDTypes is apiextensions-apiserver's type converter
+// (applyconfiguration.NewTypeConverter) on the compiled-in schema.
+func newCRDTypes() managedfields.TypeConverter {
+	return managedfields.NewSchemeTypeConverter(request.Scheme(), &typed.Parser{Schema: schema.Schema{Types: servedCRDTypes}})
 }
 
 // allKubeTypes is client-go's type converter of every k8s.io/api type.

@@ -1,9 +1,12 @@
 package rbac
 
 import (
+	"sync"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/component-helpers/auth/rbac/validation"
@@ -308,30 +311,62 @@ func ReconcileRoleBinding(have *rbacv1.RoleBinding, want rbacv1.RoleBinding) (*r
 // DefaultsInPlace reports whether the store holds every default cluster
 // role and binding, and the aggregated defaults (admin, edit, view) have
 // been aggregated: what readiness waits for, on every replica, whichever
-// replica wrote them.
+// replica wrote them. Once it has, it stays true, as kube-apiserver's
+// rbac/bootstrap-roles check does once its post-start hook has run.
 func (s *Store) DefaultsInPlace() bool {
+	if s.defaultsInPlace.Load() {
+		return true
+	}
+	want := defaultNames()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for _, want := range DefaultClusterRoles() {
-		have := s.clusterRoles[want.Name]
-		if have == nil || (want.AggregationRule != nil && len(have.Rules) == 0) {
+	for name, aggregated := range want.clusterRoles {
+		have := s.clusterRoles[name]
+		if have == nil || (aggregated && len(have.Rules) == 0) {
 			return false
 		}
 	}
-	for _, want := range DefaultClusterRoleBindings() {
-		if s.clusterRoleBindings[want.Name] == nil {
+	for _, name := range want.clusterRoleBindings {
+		if s.clusterRoleBindings[name] == nil {
 			return false
 		}
 	}
-	for _, want := range DefaultRoles() {
-		if s.roles[want.Namespace+"/"+want.Name] == nil {
+	for _, key := range want.roles {
+		if s.roles[key] == nil {
 			return false
 		}
 	}
-	for _, want := range DefaultRoleBindings() {
-		if s.roleBindings[want.Namespace][want.Name] == nil {
+	for _, b := range want.roleBindings {
+		if s.roleBindings[b.Namespace][b.Name] == nil {
 			return false
 		}
 	}
+	s.defaultsInPlace.Store(true)
 	return true
 }
+
+// defaults are the names of the default RBAC objects, made once: readiness
+// asks for them every few milliseconds while a server starts.
+type defaults struct {
+	clusterRoles        map[string]bool // name → aggregated
+	clusterRoleBindings []string
+	roles               []string // namespace/name
+	roleBindings        []types.NamespacedName
+}
+
+var defaultNames = sync.OnceValue(func() defaults {
+	d := defaults{clusterRoles: map[string]bool{}}
+	for _, r := range DefaultClusterRoles() {
+		d.clusterRoles[r.Name] = r.AggregationRule != nil
+	}
+	for _, b := range DefaultClusterRoleBindings() {
+		d.clusterRoleBindings = append(d.clusterRoleBindings, b.Name)
+	}
+	for _, r := range DefaultRoles() {
+		d.roles = append(d.roles, r.Namespace+"/"+r.Name)
+	}
+	for _, b := range DefaultRoleBindings() {
+		d.roleBindings = append(d.roleBindings, types.NamespacedName{Namespace: b.Namespace, Name: b.Name})
+	}
+	return d
+})

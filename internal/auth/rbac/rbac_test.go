@@ -183,3 +183,54 @@ func TestReconcile(t *testing.T) {
 		t.Fatalf("binding: %v %v", changed, ob.Subjects)
 	}
 }
+
+// TestDefaultsInPlace: readiness waits for every default object, and for
+// the aggregated roles' rules; once seen, it stays (kube's post-start hook
+// runs once).
+func TestDefaultsInPlace(t *testing.T) {
+	s := NewStore()
+	if s.DefaultsInPlace() {
+		t.Fatal("an empty store has the defaults")
+	}
+	for _, r := range DefaultClusterRoles() {
+		if r.AggregationRule != nil {
+			r.Rules = []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+		}
+		set(t, s, KindClusterRole, r)
+	}
+	for _, b := range DefaultClusterRoleBindings() {
+		set(t, s, KindClusterRoleBinding, b)
+	}
+	for _, r := range DefaultRoles() {
+		set(t, s, KindRole, r)
+	}
+	bindings := DefaultRoleBindings()
+	for _, b := range bindings[1:] {
+		set(t, s, KindRoleBinding, b)
+	}
+	if s.DefaultsInPlace() {
+		t.Fatalf("in place without the role binding %s/%s", bindings[0].Namespace, bindings[0].Name)
+	}
+	// An aggregated role not aggregated yet is not in place.
+	admin := DefaultClusterRoles()[1]
+	if admin.AggregationRule == nil {
+		t.Fatalf("%s is not aggregated", admin.Name)
+	}
+	set(t, s, KindClusterRole, admin)
+	set(t, s, KindRoleBinding, bindings[0])
+	if s.DefaultsInPlace() {
+		t.Fatalf("in place while %s has no rules", admin.Name)
+	}
+	admin.Rules = []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+	set(t, s, KindClusterRole, admin)
+	if !s.DefaultsInPlace() {
+		t.Fatal("not in place with every default")
+	}
+	raw, _ := json.Marshal(admin)
+	if err := s.Set(KindClusterRole, raw, true); err != nil {
+		t.Fatal(err)
+	}
+	if !s.DefaultsInPlace() {
+		t.Fatal("no longer in place after a default was deleted")
+	}
+}

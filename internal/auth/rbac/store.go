@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -21,6 +22,8 @@ type Store struct {
 	roles               map[string]*rbacv1.Role // namespace/name
 	clusterRoleBindings map[string]*rbacv1.ClusterRoleBinding
 	roleBindings        map[string]map[string]*rbacv1.RoleBinding // namespace → name
+	// defaultsInPlace is set once DefaultsInPlace has seen the defaults.
+	defaultsInPlace atomic.Bool
 }
 
 // NewStore returns an empty store.
