@@ -143,6 +143,7 @@ func (r *Registry) followCRDs(ctx context.Context) {
 		}
 		r.syncCRDs(w.Initial, w.Rev)
 		last = time.Now()
+		var evs []store.Event
 	events:
 		for {
 			select {
@@ -151,21 +152,35 @@ func (r *Registry) followCRDs(ctx context.Context) {
 				return
 			case <-w.Done():
 				break events
-			case ev := <-w.Events():
-				rev := r.applyEvent(ev)
-				for n := 1; n < maxBatch; n++ {
-					more, ok := next(ctx, w, last.Add(publishEvery))
-					if !ok {
+			case <-w.Ready():
+				evs = w.Next(evs[:0], maxBatch)
+				if len(evs) == 0 {
+					continue
+				}
+				rev := r.applyEvents(evs)
+				for n := len(evs); n < maxBatch; n += len(evs) {
+					evs = more(ctx, w, evs[:0], maxBatch-n, last.Add(publishEvery))
+					if len(evs) == 0 {
 						break
 					}
-					rev = r.applyEvent(more)
+					rev = r.applyEvents(evs)
 				}
+				clear(evs)
 				r.publishIfDirty()
 				last = time.Now()
 				r.markApplied(rev)
 			}
 		}
 	}
+}
+
+// applyEvents applies evs in order and returns the revision of the last.
+func (r *Registry) applyEvents(evs []store.Event) int64 {
+	var rev int64
+	for _, ev := range evs {
+		rev = r.applyEvent(ev)
+	}
+	return rev
 }
 
 // maxBatch bounds the CRD events one Index is published for, and
@@ -176,28 +191,32 @@ const (
 	publishEvery = 10 * time.Millisecond
 )
 
-// next returns an event the watcher has received, or receives before
-// until; false when there is none by then.
-func next(ctx context.Context, w *store.Watcher, until time.Time) (store.Event, bool) {
-	select {
-	case ev := <-w.Events():
-		return ev, true
-	default:
+// more appends to buf up to most events the watcher has received, or
+// receives before until; none when there are none by then.
+func more(ctx context.Context, w *store.Watcher, buf []store.Event, most int, until time.Time) []store.Event {
+	if buf = w.Next(buf, most); len(buf) > 0 {
+		return buf
 	}
 	wait := time.Until(until)
 	if wait <= 0 {
-		return store.Event{}, false
+		return buf
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	select {
-	case ev := <-w.Events():
-		return ev, true
-	case <-t.C:
-	case <-w.Done():
-	case <-ctx.Done():
+	for {
+		select {
+		case <-w.Ready():
+			if buf = w.Next(buf, most); len(buf) > 0 {
+				return buf
+			}
+		case <-t.C:
+			return buf
+		case <-w.Done():
+			return buf
+		case <-ctx.Done():
+			return buf
+		}
 	}
-	return store.Event{}, false
 }
 
 // syncCRDs applies the whole state of the CRDs at revision rev.

@@ -350,43 +350,41 @@ func (s *stream) translate(ev store.Event, obj, prev []byte) (store.EventType, [
 // follow sends live events, a batch at a time, until the watch times out,
 // the client goes, the cache ends the watch or the server shuts down.
 func (s *stream) follow(w *store.Watcher, timeout time.Duration) {
-	// next takes the events waiting for this watcher, up to a batch.
-	next := func(first store.Event) []store.Event {
-		evs := []store.Event{first}
-		for len(evs) < watchBatch {
-			select {
-			case ev := <-w.Events():
-				evs = append(evs, ev)
-			default:
-				return evs
-			}
-		}
-		return evs
+	var batch []store.Event
+	// emitNext writes the events waiting for this watcher, a batch at a
+	// time; false when the stream is over.
+	emitNext := func() bool {
+		batch = w.Next(batch[:0], watchBatch)
+		ok := len(batch) == 0 || s.emit(batch)
+		clear(batch)
+		return ok
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		select {
-		case ev := <-w.Events():
-			if !s.emit(next(ev)) {
+		case <-w.Ready():
+			if !emitNext() {
 				return
 			}
 		case <-w.Done():
 			// Send what was delivered before the cache ended the watch,
 			// then why it ended, if the client must relist (410).
 			for {
-				select {
-				case ev := <-w.Events():
-					if !s.emit(next(ev)) {
-						return
-					}
-				default:
-					if err := w.Err(); err != nil {
-						s.fail(s.c.storeError(err, ""))
-					}
+				batch = w.Next(batch[:0], watchBatch)
+				if len(batch) == 0 {
+					break
+				}
+				ok := s.emit(batch)
+				clear(batch)
+				if !ok {
 					return
 				}
 			}
+			if err := w.Err(); err != nil {
+				s.fail(s.c.storeError(err, ""))
+			}
+			return
 		case <-timer.C:
 			return
 		case <-s.c.ctx.Done():

@@ -21,6 +21,7 @@ func Follow(ctx context.Context, c *Cache, sync func(items []*Item, rev int64), 
 			continue
 		}
 		sync(w.Initial, w.Rev)
+		var evs []Event
 	events:
 		for {
 			select {
@@ -29,8 +30,12 @@ func Follow(ctx context.Context, c *Cache, sync func(items []*Item, rev int64), 
 				return
 			case <-w.Done():
 				break events
-			case ev := <-w.Events():
-				event(ev)
+			case <-w.Ready():
+				evs = w.Next(evs[:0], 0)
+				for _, ev := range evs {
+					event(ev)
+				}
+				clear(evs)
 			}
 		}
 	}

@@ -37,8 +37,10 @@ func collect(t *testing.T, w *Watcher, n int) []string {
 	var got []string
 	for len(got) < n {
 		select {
-		case ev := <-w.Events():
-			got = append(got, string(ev.Type)+" "+ev.Item.Name)
+		case <-w.Ready():
+			for _, ev := range w.Next(nil, n-len(got)) {
+				got = append(got, string(ev.Type)+" "+ev.Item.Name)
+			}
 		case <-w.Done():
 			t.Fatalf("watch ended (%v) after %v", w.Err(), got)
 		case <-time.After(10 * time.Second):

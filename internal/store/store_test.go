@@ -238,15 +238,19 @@ func TestWaitFreshWithoutEvents(t *testing.T) {
 
 func next(t *testing.T, w *Watcher) Event {
 	t.Helper()
-	select {
-	case ev := <-w.Events():
-		return ev
-	case <-w.Done():
-		t.Fatal("watcher closed")
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event")
+	timeout := time.After(5 * time.Second)
+	for {
+		if evs := w.Next(nil, 1); len(evs) == 1 {
+			return evs[0]
+		}
+		select {
+		case <-w.Ready():
+		case <-w.Done():
+			t.Fatal("watcher closed")
+		case <-timeout:
+			t.Fatal("no event")
+		}
 	}
-	return Event{}
 }
 
 func TestSlowWatcherIsClosed(t *testing.T) {
@@ -270,6 +274,68 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 	case <-w.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("a watcher that does not read was not closed")
+	}
+}
+
+// TestWatcherQueue: live events wait in order until taken, a few at a time
+// if asked; Ready is signalled while any wait; a burst's room is let go
+// once taken; what was sent before the cache ended a watch can still be
+// taken.
+func TestWatcherQueue(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	c := NewCache(s, "/s/", decodeTest, CacheOptions{WatcherBuffer: 300}, slog.Default())
+	defer c.Stop()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(ctx, WatchOptions{FromState: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs := w.Next(nil, 0); len(evs) != 0 {
+		t.Fatalf("events before any write: %v", evs)
+	}
+	const n = 200
+	for i := range n {
+		if _, err := s.Create(ctx, fmt.Sprintf("/s/ns/%03d", i), obj("ns", fmt.Sprintf("%03d", i), "x"), WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []Event
+	deadline := time.After(10 * time.Second)
+	for len(got) < n {
+		select {
+		case <-w.Ready():
+			got = w.Next(got, 7)
+		case <-deadline:
+			t.Fatalf("%d of %d events", len(got), n)
+		}
+	}
+	for i, ev := range got {
+		if want := fmt.Sprintf("%03d", i); ev.Type != Added || ev.Item.Name != want {
+			t.Fatalf("event %d: %s %s, want ADDED %s", i, ev.Type, ev.Item.Name, want)
+		}
+	}
+	w.mu.Lock()
+	room := cap(w.queue)
+	w.mu.Unlock()
+	if room > idleQueue {
+		t.Errorf("an empty queue keeps room for %d events", room)
+	}
+	// Sent, then the watch ended: the event can still be taken.
+	if _, err := s.Create(ctx, "/s/ns/last", obj("ns", "last", "x"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event")
+	}
+	w.Stop()
+	<-w.Done()
+	if evs := w.Next(nil, 0); len(evs) != 1 || evs[0].Item.Name != "last" {
+		t.Fatalf("after the end: %v", evs)
 	}
 }
 

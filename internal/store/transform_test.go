@@ -137,9 +137,11 @@ func TestTTL(t *testing.T) {
 	deadline := time.After(30 * time.Second)
 	for len(deleted) < 2 {
 		select {
-		case ev := <-w.Events():
-			if ev.Type == Deleted {
-				deleted[ev.Item.Name] = true
+		case <-w.Ready():
+			for _, ev := range w.Next(nil, 0) {
+				if ev.Type == Deleted {
+					deleted[ev.Item.Name] = true
+				}
 			}
 		case <-deadline:
 			t.Fatalf("deleted by TTL after 30 s: %v", deleted)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/crdserver/crdserver/internal/jsonraw"
 )
@@ -23,9 +24,11 @@ type WatchOptions struct {
 	Bookmarks bool
 }
 
-// Watcher receives the events of one watch. Events arrive on Events in
-// revision order; Done is closed when the cache ends the watch (it fell
-// too far behind, or the cache stopped).
+// Watcher receives the events of one watch. Live events wait in the
+// watcher, in revision order, until Next takes them; Ready is signalled
+// while any wait. Done is closed when the cache ends the watch (it fell
+// too far behind, or the cache stopped); the events sent before that still
+// wait for Next.
 type Watcher struct {
 	// Initial is the state a FromState watch starts from: the matching
 	// items at revision Rev.
@@ -33,7 +36,7 @@ type Watcher struct {
 	// Replay holds the events after WatchOptions.Rev that the history
 	// still had, translated for this watcher, for a watch that resumes.
 	Replay []Event
-	// Rev is the revision the watch starts after: live events on Events
+	// Rev is the revision the watch starts after: live events (Next)
 	// are newer.
 	Rev int64
 
@@ -42,14 +45,56 @@ type Watcher struct {
 	prefix    string
 	filter    func(*Item) bool
 	bookmarks bool
-	ch        chan Event
 	done      chan struct{}
 	closed    bool
 	err       error
+
+	// queue holds the live events Next has not taken, oldest first. It
+	// grows with what waits, up to limit (the cache's WatcherBuffer), and
+	// is let go once empty after a burst, so that an idle watcher holds
+	// no buffer (a channel of WatcherBuffer events held 32 KB each).
+	mu    sync.Mutex
+	queue []Event
+	limit int
+	ready chan struct{} // a value while queue may hold events
 }
 
-// Events returns the channel of live events.
-func (w *Watcher) Events() <-chan Event { return w.ch }
+// idleQueue is the most room an empty queue keeps.
+const idleQueue = 64
+
+// Ready is signalled when live events wait for Next. A signal may find
+// none (another Next took them); Next then returns buf as it is.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// Next appends the waiting live events, oldest first, to buf, at most most
+// of them (all when most <= 0), and returns it. Ready is signalled again if
+// more wait.
+func (w *Watcher) Next(buf []Event, most int) []Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(w.queue)
+	if most > 0 && n > most {
+		n = most
+	}
+	buf = append(buf, w.queue[:n]...)
+	rest := copy(w.queue, w.queue[n:])
+	clear(w.queue[rest:]) // the items taken are not kept alive here
+	w.queue = w.queue[:rest]
+	switch {
+	case rest > 0:
+		w.signal()
+	case cap(w.queue) > idleQueue:
+		w.queue = nil
+	}
+	return buf
+}
+
+func (w *Watcher) signal() {
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+}
 
 // Done is closed when the cache has ended this watch.
 func (w *Watcher) Done() <-chan struct{} { return w.done }
@@ -120,8 +165,9 @@ func (w *Watcher) translate(ev Event) (Event, bool) {
 	return Event{}, false
 }
 
-// send delivers ev without blocking; a watcher whose buffer is full is
-// closed so that it cannot slow the cache or other watchers down.
+// send delivers ev without blocking; a watcher with WatcherBuffer events
+// waiting is closed so that it cannot slow the cache or other watchers
+// down.
 func (w *Watcher) send(ev Event) {
 	if w.closed {
 		return
@@ -130,17 +176,23 @@ func (w *Watcher) send(ev Event) {
 	if !ok {
 		return
 	}
-	select {
-	case w.ch <- ev:
-	default:
+	w.mu.Lock()
+	full := len(w.queue) >= w.limit
+	if !full {
+		w.queue = append(w.queue, ev)
+	}
+	w.mu.Unlock()
+	if full {
 		w.c.log.Info("watch cache: closing a watcher that fell behind", "prefix", w.c.prefix)
 		w.closeLocked(nil)
+		return
 	}
+	w.signal()
 }
 
 // Watch starts a watch. With FromState the Watcher holds the current state
 // the watch starts from (Initial); otherwise the events after o.Rev that the
-// history still holds (Replay). Live events follow on Events.
+// history still holds (Replay). Live events follow (Ready, Next).
 func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 	for {
 		if !o.FromState {
@@ -167,7 +219,8 @@ func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 		prefix:    c.prefix + o.Namespace + "/",
 		filter:    o.Filter,
 		bookmarks: o.Bookmarks,
-		ch:        make(chan Event, c.opts.WatcherBuffer),
+		limit:     c.opts.WatcherBuffer,
+		ready:     make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
 	if o.FromState {
