@@ -1,10 +1,10 @@
 package rbac
 
 import (
+	"slices"
 	"sort"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -44,7 +44,7 @@ func AggregatedRules(role *rbacv1.ClusterRole, all []*rbacv1.ClusterRole) ([]rba
 		for _, r := range other.Rules {
 			dup := false
 			for _, have := range rules {
-				if apiequality.Semantic.DeepEqual(have, r) {
+				if sameRule(have, r) {
 					dup = true
 					break
 				}
@@ -58,4 +58,12 @@ func AggregatedRules(role *rbacv1.ClusterRole, all []*rbacv1.ClusterRole) ([]rba
 		rules = []rbacv1.PolicyRule{}
 	}
 	return rules, true
+}
+
+// sameRule is apiequality.Semantic.DeepEqual on two rules (what kube's
+// aggregation controller compares them with: a nil list equals an empty
+// one), without its reflection: aggregating compares every pair of rules.
+func sameRule(a, b rbacv1.PolicyRule) bool {
+	return slices.Equal(a.Verbs, b.Verbs) && slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) &&
+		slices.Equal(a.ResourceNames, b.ResourceNames) && slices.Equal(a.NonResourceURLs, b.NonResourceURLs)
 }

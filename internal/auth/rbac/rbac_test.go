@@ -3,10 +3,12 @@ package rbac
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -232,5 +234,35 @@ func TestDefaultsInPlace(t *testing.T) {
 	}
 	if !s.DefaultsInPlace() {
 		t.Fatal("no longer in place after a default was deleted")
+	}
+}
+
+// TestSameRule: sameRule is apiequality.Semantic.DeepEqual on rules, the
+// oracle, over every field a rule has.
+func TestSameRule(t *testing.T) {
+	if n := reflect.TypeFor[rbacv1.PolicyRule]().NumField(); n != 5 {
+		t.Fatalf("PolicyRule has %d fields; sameRule compares 5", n)
+	}
+	base := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{"a"}, NonResourceURLs: []string{"/x"}}
+	variants := []rbacv1.PolicyRule{
+		base,
+		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{"a"}, NonResourceURLs: []string{"/x"}},
+		{Verbs: []string{"list"}, APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{"a"}, NonResourceURLs: []string{"/x"}},
+		{Verbs: []string{"get"}, APIGroups: []string{"apps"}, Resources: []string{"pods"}, ResourceNames: []string{"a"}, NonResourceURLs: []string{"/x"}},
+		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods", "x"}, ResourceNames: []string{"a"}, NonResourceURLs: []string{"/x"}},
+		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}, NonResourceURLs: []string{"/x"}},
+		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{"a"}},
+		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{}, NonResourceURLs: []string{"/x"}},
+		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}, NonResourceURLs: []string{}},
+		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}},
+		{},
+		{Verbs: []string{}},
+	}
+	for i, a := range variants {
+		for j, b := range variants {
+			if got, want := sameRule(a, b), apiequality.Semantic.DeepEqual(a, b); got != want {
+				t.Errorf("%d, %d: %v, Semantic.DeepEqual %v", i, j, got, want)
+			}
+		}
 	}
 }
