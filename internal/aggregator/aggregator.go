@@ -57,6 +57,8 @@ type state struct {
 	byGV map[schema.GroupVersion]*Service
 	// remote are the APIServices with a service, by name.
 	remote []*Service
+	// byName are all of them, by name.
+	byName map[string]*Service
 }
 
 // Service is one APIService as the Aggregator serves it.
@@ -70,6 +72,8 @@ type Service struct {
 	transportErr error
 	// key is what the transport was built from.
 	key string
+	// rev is the revision of the stored APIService it was made from.
+	rev int64
 }
 
 // GroupVersion is the Service's group/version.
@@ -111,30 +115,24 @@ func (a *Aggregator) state() *state {
 	}
 	old := map[string]*Service{}
 	if st := a.st.Load(); st != nil {
-		for _, s := range st.remote {
-			old[s.API.Name] = s
-		}
+		old = st.byName
 	}
-	st := &state{gen: gen, byGV: map[schema.GroupVersion]*Service{}}
-	for _, it := range a.o.APIServices.Cache.List(store.ListOptions{}).Items {
-		obj, err := resource.DecodeObject(it.Bytes())
-		if err != nil {
-			continue
-		}
-		api, err := resource.Typed[apiregistrationv1.APIService](obj)
-		if err != nil {
-			continue
-		}
-		s := &Service{API: api, Available: helper.IsAPIServiceConditionTrue(api, apiregistrationv1.Available)}
-		if !s.Local() {
-			s.key = transportKey(api)
-			if o := old[api.Name]; o != nil && o.key == s.key {
-				s.transport, s.transportErr = o.transport, o.transportErr
-			} else {
-				s.transport, s.transportErr = transport.New(remote.BuildTransportConfig(nil, a.o.ProxyClientCert, a.o.ProxyClientKey, api))
+	items := a.o.APIServices.Cache.List(store.ListOptions{}).Items
+	st := &state{gen: gen, byGV: make(map[schema.GroupVersion]*Service, len(items)), byName: make(map[string]*Service, len(items))}
+	for _, it := range items {
+		s := old[it.Name]
+		if s == nil || s.rev != it.Rev {
+			// New or changed since the last state: decoded again (the
+			// others are kept as they were, as a server starting writes
+			// its APIServices one by one while it serves).
+			if s = a.service(it, old[it.Name]); s == nil {
+				continue
 			}
+		}
+		if !s.Local() {
 			st.remote = append(st.remote, s)
 		}
+		st.byName[it.Name] = s
 		st.byGV[s.GroupVersion()] = s
 	}
 	a.st.Store(st)
@@ -145,6 +143,29 @@ func (a *Aggregator) state() *state {
 func transportKey(api *apiregistrationv1.APIService) string {
 	s := api.Spec.Service
 	return fmt.Sprintf("%s/%s|%t|%x", s.Namespace, s.Name, api.Spec.InsecureSkipTLSVerify, api.Spec.CABundle)
+}
+
+// service makes the Service of a stored APIService, with prev's transport
+// if it was built from the same spec; nil if it does not decode.
+func (a *Aggregator) service(it *store.Item, prev *Service) *Service {
+	obj, err := resource.DecodeObject(it.Bytes())
+	if err != nil {
+		return nil
+	}
+	api, err := resource.Typed[apiregistrationv1.APIService](obj)
+	if err != nil {
+		return nil
+	}
+	s := &Service{API: api, Available: helper.IsAPIServiceConditionTrue(api, apiregistrationv1.Available), rev: it.Rev}
+	if !s.Local() {
+		s.key = transportKey(api)
+		if prev != nil && prev.key == s.key {
+			s.transport, s.transportErr = prev.transport, prev.transportErr
+		} else {
+			s.transport, s.transportErr = transport.New(remote.BuildTransportConfig(nil, a.o.ProxyClientCert, a.o.ProxyClientKey, api))
+		}
+	}
+	return s
 }
 
 // Lookup returns the APIService of a group/version, or nil.

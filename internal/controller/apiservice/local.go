@@ -71,6 +71,16 @@ type Local struct {
 	mu sync.Mutex
 	// onStart are the "onstart" APIServices synced in this term.
 	onStart map[string]bool
+
+	// decoded are the stored APIServices as the last sync read them, by
+	// name: a sync decodes only those written since (sync runs on one
+	// worker).
+	decoded map[string]decodedAPIService
+}
+
+type decodedAPIService struct {
+	rev int64
+	api *apiregistrationv1.APIService
 }
 
 // NewLocal returns the controller; it reads what reg serves and the
@@ -117,16 +127,26 @@ func Desired(ix *registry.Index) map[string]*apiregistrationv1.APIService {
 
 func (c *Local) sync(ctx context.Context, _ string) error {
 	desired := Desired(c.reg.Index())
-	current := map[string]*apiregistrationv1.APIService{}
-	for _, it := range c.apiServices.Cache.List(store.ListOptions{}).Items {
-		obj, err := resource.DecodeObject(it.Bytes())
-		if err != nil {
-			continue
+	items := c.apiServices.Cache.List(store.ListOptions{}).Items
+	current := make(map[string]*apiregistrationv1.APIService, len(items))
+	decoded := make(map[string]decodedAPIService, len(items))
+	for _, it := range items {
+		d, ok := c.decoded[it.Name]
+		if !ok || d.rev != it.Rev {
+			obj, err := resource.DecodeObject(it.Bytes())
+			if err != nil {
+				continue
+			}
+			api, err := resource.Typed[apiregistrationv1.APIService](obj)
+			if err != nil {
+				continue
+			}
+			d = decodedAPIService{rev: it.Rev, api: api}
 		}
-		if api, err := resource.Typed[apiregistrationv1.APIService](obj); err == nil {
-			current[api.Name] = api
-		}
+		decoded[it.Name] = d
+		current[d.api.Name] = d.api
 	}
+	c.decoded = decoded
 	client := c.dynamic.Resource(apiServicesGVR)
 	var errs []error
 	for name, want := range desired {
