@@ -291,14 +291,20 @@ func (c *Aggregator) aggregate(ctx context.Context) {
 	sort.Slice(stored, func(i, j int) bool { return stored[i].Name < stored[j].Name })
 	settled := settle(stored)
 	roles := c.dynamic.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
+	// The roles are written at once (readiness waits for the default
+	// ones): each patch names the revision it was computed from.
+	var wg sync.WaitGroup
 	for i, role := range stored {
 		rules := settled[i].Rules
 		if role.AggregationRule == nil || apiequality.Semantic.DeepEqual(rules, role.Rules) || (len(rules) == 0 && len(role.Rules) == 0) {
 			continue
 		}
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": role.ResourceVersion}, "rules": rules})
-		if _, err := roles.Patch(ctx, role.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "clusterrole-aggregation-controller"}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			c.log.Warn("clusterrole aggregation", "role", role.Name, "err", err)
-		}
+		wg.Go(func() {
+			if _, err := roles.Patch(ctx, role.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "clusterrole-aggregation-controller"}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				c.log.Warn("clusterrole aggregation", "role", role.Name, "err", err)
+			}
+		})
 	}
+	wg.Wait()
 }
