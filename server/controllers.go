@@ -101,7 +101,7 @@ func (s *Server) startControllers(ctx, runCtx context.Context, cfg *rest.Config)
 			storagemigration.New(s.registry, s.builtin.Migrations, crds, dyn, s.log),
 			clusterroles.NewAggregator(s.builtin.ClusterRoles.Cache, dyn, s.log),
 			admission.TypeChecker{Admission: s.adm, Log: s.log},
-			apiservice.NewLocal(s.registry, s.builtin.APIServices, dyn, s.log),
+			apiservice.NewLocal(s.registry, s.builtin.APIServices, s.agg, dyn, s.log),
 			apiservice.NewAvailable(s.builtin.APIServices, s.agg, dyn, s.cfg.Aggregator.AvailabilityRecheck, s.log),
 			flowcontrol.New(s.builtin.FlowSchemas, s.builtin.PriorityLevels, fc, s.log),
 		}

@@ -168,6 +168,26 @@ func (a *Aggregator) service(it *store.Item, prev *Service) *Service {
 	return s
 }
 
+// APIServices are the stored APIServices as the Aggregator last read them,
+// by name. They are shared: a caller copies one before changing it.
+func (a *Aggregator) APIServices() map[string]*apiregistrationv1.APIService {
+	byName := a.state().byName
+	out := make(map[string]*apiregistrationv1.APIService, len(byName))
+	for name, s := range byName {
+		out[name] = s.API
+	}
+	return out
+}
+
+// APIService is the stored APIService of that name as the Aggregator last
+// read it (shared, as APIServices), or nil.
+func (a *Aggregator) APIService(name string) *apiregistrationv1.APIService {
+	if s := a.state().byName[name]; s != nil {
+		return s.API
+	}
+	return nil
+}
+
 // Lookup returns the APIService of a group/version, or nil.
 func (a *Aggregator) Lookup(group, version string) *Service {
 	return a.state().byGV[schema.GroupVersion{Group: group, Version: version}]

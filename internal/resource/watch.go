@@ -351,34 +351,33 @@ func (s *stream) translate(ev store.Event, obj, prev []byte) (store.EventType, [
 // the client goes, the cache ends the watch or the server shuts down.
 func (s *stream) follow(w *store.Watcher, timeout time.Duration) {
 	var batch []store.Event
-	// emitNext writes the events waiting for this watcher, a batch at a
-	// time; false when the stream is over.
-	emitNext := func() bool {
+	// emitNext writes up to a batch of the events waiting for this
+	// watcher: how many, and false when the stream is over.
+	emitNext := func() (int, bool) {
 		batch = w.Next(batch[:0], watchBatch)
-		ok := len(batch) == 0 || s.emit(batch)
+		n := len(batch)
+		ok := n == 0 || s.emit(batch)
 		clear(batch)
-		return ok
+		return n, ok
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		select {
 		case <-w.Ready():
-			if !emitNext() {
+			if _, ok := emitNext(); !ok {
 				return
 			}
 		case <-w.Done():
 			// Send what was delivered before the cache ended the watch,
 			// then why it ended, if the client must relist (410).
 			for {
-				batch = w.Next(batch[:0], watchBatch)
-				if len(batch) == 0 {
-					break
-				}
-				ok := s.emit(batch)
-				clear(batch)
+				n, ok := emitNext()
 				if !ok {
 					return
+				}
+				if n == 0 {
+					break
 				}
 			}
 			if err := w.Err(); err != nil {

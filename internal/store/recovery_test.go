@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 )
@@ -56,16 +55,8 @@ func collect(t *testing.T, w *Watcher, n int) []string {
 func TestWatchResumesWithoutGap(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
-	c := NewCache(s, "/r/", decodeTest, CacheOptions{}, slog.Default())
-	defer c.Stop()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.Watch(ctx, WatchOptions{FromState: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	c := readyCache(t, s, "/r/", CacheOptions{})
+	w := watchState(t, c)
 	if _, err := s.Create(ctx, "/r/ns/before", obj("ns", "before", "x"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -96,16 +87,8 @@ func TestWatchResumesWithoutGap(t *testing.T) {
 func TestCompactedGapEndsWatchesWith410(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
-	c := NewCache(s, "/r/", decodeTest, CacheOptions{}, slog.Default())
-	defer c.Stop()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.Watch(ctx, WatchOptions{FromState: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	c := readyCache(t, s, "/r/", CacheOptions{})
+	w := watchState(t, c)
 	old := c.Revision()
 	breakWatch(t, c, func() {
 		for i := 0; i < 3; i++ {

@@ -126,11 +126,7 @@ func TestCacheListAndWatch(t *testing.T) {
 	if _, err := s.Create(ctx, "/c/ns1/a", obj("ns1", "a", "red"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := NewCache(s, "/c/", decodeTest, CacheOptions{History: 4, BookmarkInterval: 50 * time.Millisecond}, slog.Default())
-	defer c.Stop()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := readyCache(t, s, "/c/", CacheOptions{History: 4, BookmarkInterval: 50 * time.Millisecond})
 	rev, err := s.Create(ctx, "/c/ns2/b", obj("ns2", "b", "red"), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -218,11 +214,7 @@ func TestCacheListAndWatch(t *testing.T) {
 func TestWaitFreshWithoutEvents(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
-	c := NewCache(s, "/quiet/", decodeTest, CacheOptions{}, slog.Default())
-	defer c.Stop()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := readyCache(t, s, "/quiet/", CacheOptions{})
 	// Writes elsewhere move the revision without events under /quiet/: a
 	// progress notification brings the cache up to date.
 	for i := 0; i < 3; i++ {
@@ -253,18 +245,33 @@ func next(t *testing.T, w *Watcher) Event {
 	}
 }
 
-func TestSlowWatcherIsClosed(t *testing.T) {
-	s := startStore(t)
-	ctx := context.Background()
-	c := NewCache(s, "/s/", decodeTest, CacheOptions{WatcherBuffer: 2}, slog.Default())
-	defer c.Stop()
-	if err := c.WaitReady(ctx); err != nil {
+// readyCache is a loaded cache of prefix, stopped when the test ends.
+func readyCache(t *testing.T, s *Store, prefix string, o CacheOptions) *Cache {
+	t.Helper()
+	c := NewCache(s, prefix, decodeTest, o, slog.Default())
+	t.Cleanup(c.Stop)
+	if err := c.WaitReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.Watch(ctx, WatchOptions{FromState: true})
+	return c
+}
+
+// watchState is a watch of c from its state, stopped when the test ends.
+func watchState(t *testing.T, c *Cache) *Watcher {
+	t.Helper()
+	w, err := c.Watch(context.Background(), WatchOptions{FromState: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+func TestSlowWatcherIsClosed(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	c := readyCache(t, s, "/s/", CacheOptions{WatcherBuffer: 2})
+	w := watchState(t, c)
 	for i := 0; i < 5; i++ {
 		if _, err := s.Create(ctx, fmt.Sprintf("/s/ns/%d", i), obj("ns", fmt.Sprint(i), "x"), WriteOptions{}); err != nil {
 			t.Fatal(err)
@@ -284,15 +291,8 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 func TestWatcherQueue(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
-	c := NewCache(s, "/s/", decodeTest, CacheOptions{WatcherBuffer: 300}, slog.Default())
-	defer c.Stop()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.Watch(ctx, WatchOptions{FromState: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := readyCache(t, s, "/s/", CacheOptions{WatcherBuffer: 300})
+	w := watchState(t, c)
 	if evs := w.Next(nil, 0); len(evs) != 0 {
 		t.Fatalf("events before any write: %v", evs)
 	}
@@ -569,11 +569,7 @@ func TestObserve(t *testing.T) {
 	if _, err := s.Create(ctx, "/o/ns/a", obj("ns", "a", "red"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := NewCache(s, "/o/", decodeTest, CacheOptions{}, slog.Default())
-	defer c.Stop()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := readyCache(t, s, "/o/", CacheOptions{})
 	var mu sync.Mutex
 	var seen []string
 	stop := c.Observe(func(items []*Item, _ int64) {
@@ -626,11 +622,7 @@ func TestLargeItemsPacked(t *testing.T) {
 	if _, err := s.Create(ctx, "/p/ns/small", obj("ns", "small", "red"), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := NewCache(s, "/p/", decodeTest, CacheOptions{}, slog.Default())
-	defer c.Stop()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := readyCache(t, s, "/p/", CacheOptions{})
 	it, _ := c.Get("/p/ns/big")
 	want, _ := jsonraw.SetResourceVersion([]byte(big), rev)
 	if it == nil || it.Raw != nil || len(it.packed) > len(big)/4 || !bytes.Equal(it.Bytes(), want) || it.Size() != len(want) {
@@ -734,17 +726,9 @@ func TestCacheLoadsWhileWritten(t *testing.T) {
 		}
 		done <- nil
 	}()
-	c := NewCache(s, "/w/", decodeTest, CacheOptions{History: 1000, BookmarkInterval: time.Hour}, slog.Default())
-	defer c.Stop()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := readyCache(t, s, "/w/", CacheOptions{History: 1000, BookmarkInterval: time.Hour})
 	close(ready)
-	w, err := c.Watch(ctx, WatchOptions{FromState: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watchState(t, c)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

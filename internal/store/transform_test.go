@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -43,11 +42,7 @@ func TestTransformer(t *testing.T) {
 	s := startStore(t)
 	s.tf = reversing{}
 	ctx := context.Background()
-	c := NewCache(s, "/t/", decodeTest, CacheOptions{}, slog.Default())
-	defer c.Stop()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := readyCache(t, s, "/t/", CacheOptions{})
 	plain := obj("ns", "a", "red")
 	rev, err := s.Create(ctx, "/t/ns/a", plain, WriteOptions{})
 	if err != nil {
@@ -93,16 +88,8 @@ func TestTransformer(t *testing.T) {
 func TestTTL(t *testing.T) {
 	s := startStore(t)
 	ctx := context.Background()
-	c := NewCache(s, "/e/", decodeTest, CacheOptions{}, slog.Default())
-	defer c.Stop()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.Watch(ctx, WatchOptions{FromState: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	c := readyCache(t, s, "/e/", CacheOptions{})
+	w := watchState(t, c)
 	if _, err := s.Create(ctx, "/e/ns/short", obj("ns", "short", "x"), WriteOptions{TTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}

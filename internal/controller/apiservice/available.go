@@ -70,17 +70,9 @@ func (c *Available) Run(ctx context.Context) {
 }
 
 func (c *Available) sync(ctx context.Context, name string) error {
-	it, _ := c.apiServices.Cache.Get(c.apiServices.Key("", name))
-	if it == nil {
+	orig := c.agg.APIService(name)
+	if orig == nil {
 		return nil
-	}
-	obj, err := resource.DecodeObject(it.Bytes())
-	if err != nil {
-		return err
-	}
-	orig, err := resource.Typed[apiregistrationv1.APIService](obj)
-	if err != nil {
-		return err
 	}
 	api := orig.DeepCopy()
 	var cond apiregistrationv1.APIServiceCondition

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
+	"github.com/crdserver/crdserver/internal/aggregator"
 	"github.com/crdserver/crdserver/internal/controller"
 	"github.com/crdserver/crdserver/internal/registry"
 	"github.com/crdserver/crdserver/internal/resource"
@@ -68,25 +69,19 @@ type Local struct {
 	log         *slog.Logger
 	queue       controller.Queue
 
+	// agg holds the stored APIServices decoded (decoded again only when
+	// written).
+	agg *aggregator.Aggregator
+
 	mu sync.Mutex
 	// onStart are the "onstart" APIServices synced in this term.
 	onStart map[string]bool
-
-	// decoded are the stored APIServices as the last sync read them, by
-	// name: a sync decodes only those written since (sync runs on one
-	// worker).
-	decoded map[string]decodedAPIService
 }
 
-type decodedAPIService struct {
-	rev int64
-	api *apiregistrationv1.APIService
-}
-
-// NewLocal returns the controller; it reads what reg serves and the
-// APIServices' cache, and writes through dyn.
-func NewLocal(reg controller.Reader, apiServices *resource.Resource, dyn dynamic.Interface, log *slog.Logger) *Local {
-	return &Local{reg: reg, apiServices: apiServices, dynamic: dyn, log: log, queue: controller.NewQueue("apiservice-local"), onStart: map[string]bool{}}
+// NewLocal returns the controller; it reads what reg serves, follows the
+// APIServices' cache, reads them decoded from agg, and writes through dyn.
+func NewLocal(reg controller.Reader, apiServices *resource.Resource, agg *aggregator.Aggregator, dyn dynamic.Interface, log *slog.Logger) *Local {
+	return &Local{reg: reg, apiServices: apiServices, agg: agg, dynamic: dyn, log: log, queue: controller.NewQueue("apiservice-local"), onStart: map[string]bool{}}
 }
 
 // Name implements controller.Controller.
@@ -127,26 +122,7 @@ func Desired(ix *registry.Index) map[string]*apiregistrationv1.APIService {
 
 func (c *Local) sync(ctx context.Context, _ string) error {
 	desired := Desired(c.reg.Index())
-	items := c.apiServices.Cache.List(store.ListOptions{}).Items
-	current := make(map[string]*apiregistrationv1.APIService, len(items))
-	decoded := make(map[string]decodedAPIService, len(items))
-	for _, it := range items {
-		d, ok := c.decoded[it.Name]
-		if !ok || d.rev != it.Rev {
-			obj, err := resource.DecodeObject(it.Bytes())
-			if err != nil {
-				continue
-			}
-			api, err := resource.Typed[apiregistrationv1.APIService](obj)
-			if err != nil {
-				continue
-			}
-			d = decodedAPIService{rev: it.Rev, api: api}
-		}
-		decoded[it.Name] = d
-		current[d.api.Name] = d.api
-	}
-	c.decoded = decoded
+	current := c.agg.APIServices()
 	client := c.dynamic.Resource(apiServicesGVR)
 	var errs []error
 	for name, want := range desired {
