@@ -152,20 +152,7 @@ func bootstrap(ctx context.Context, dyn dynamic.Interface) error {
 	// Every role and binding at once: concurrent writes share etcd's
 	// commits and disk syncs, so a new server's defaults (a write each)
 	// are in place in a few of them rather than one after the other.
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	do := func(f func() error) {
-		wg.Go(func() {
-			if err := f(); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
+	var g group
 	// What is stored already, in one list each (not a GET per role).
 	roles := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
 	storedRoles, err := byName(ctx, roles)
@@ -177,30 +164,91 @@ func bootstrap(ctx context.Context, dyn dynamic.Interface) error {
 	if err != nil {
 		return err
 	}
-	for _, want := range rbac.DefaultClusterRoles() {
-		do(func() error {
+	defaults := rbac.DefaultClusterRoles()
+	aggregated, err := aggregatedAtCreate(storedRoles, defaults)
+	if err != nil {
+		return err
+	}
+	for _, want := range defaults {
+		if rules, ok := aggregated[want.Name]; ok {
+			want.Rules = rules
+		}
+		g.do(func() error {
 			want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindClusterRole}
 			have := &rbacv1.ClusterRole{}
 			return reconcile(ctx, roles, storedRoles[want.Name], &want, have, func() (any, bool) { return rbac.ReconcileClusterRole(have, want) })
 		})
 	}
 	for _, want := range rbac.DefaultClusterRoleBindings() {
-		do(func() error {
+		g.do(func() error {
 			want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindClusterRoleBinding}
 			have := &rbacv1.ClusterRoleBinding{}
 			return reconcile(ctx, bindings, storedBindings[want.Name], &want, have, func() (any, bool) { return rbac.ReconcileClusterRoleBinding(have, want) })
 		})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.wait()
+}
+
+// group runs functions at once and joins their errors.
+type group struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+}
+
+func (g *group) do(f func() error) {
+	g.wg.Go(func() {
+		if err := f(); err != nil {
+			g.mu.Lock()
+			g.errs = append(g.errs, err)
+			g.mu.Unlock()
+		}
+	})
+}
+
+func (g *group) wait() error {
+	g.wg.Wait()
+	return errors.Join(g.errs...)
+}
+
+// aggregatedAtCreate are the rules of each default role with an
+// aggregationRule that is not stored yet: what aggregation gives it from
+// the roles stored and the defaults about to be created. They are created
+// with them, as the aggregation controller would write them a moment later
+// (it then finds nothing to change): readiness, which waits for the
+// aggregated defaults to have their rules, does not wait for the elected
+// replica's controller and three more writes.
+func aggregatedAtCreate(stored map[string]*unstructured.Unstructured, defaults []rbacv1.ClusterRole) (map[string][]rbacv1.PolicyRule, error) {
+	all := make([]*rbacv1.ClusterRole, 0, len(stored)+len(defaults))
+	for _, u := range stored {
+		role := &rbacv1.ClusterRole{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, role); err != nil {
+			return nil, err
+		}
+		all = append(all, role)
+	}
+	for i := range defaults {
+		if stored[defaults[i].Name] == nil {
+			all = append(all, &defaults[i])
+		}
+	}
+	// In the aggregation controller's order, for the same rules.
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	out := map[string][]rbacv1.PolicyRule{}
+	for _, role := range settle(all) {
+		if role.AggregationRule != nil && stored[role.Name] == nil {
+			out[role.Name] = role.Rules
+		}
+	}
+	return out, nil
 }
 
 // bootstrapRoles writes the default roles and bindings of kube-system (a
-// GET each: they are few).
+// GET each: they are few), all at once.
 func bootstrapRoles(ctx context.Context, dyn dynamic.Interface) error {
-	var errs []error
+	var g group
 	for _, want := range rbac.DefaultRoles() {
-		errs = append(errs, func() error {
+		g.do(func() error {
 			want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindRole}
 			client := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("roles"))
 			stored, err := getStored(ctx, client, want.Namespace, want.Name)
@@ -209,10 +257,10 @@ func bootstrapRoles(ctx context.Context, dyn dynamic.Interface) error {
 			}
 			have := &rbacv1.Role{}
 			return reconcile(ctx, client.Namespace(want.Namespace), stored, &want, have, func() (any, bool) { return rbac.ReconcileRole(have, want) })
-		}())
+		})
 	}
 	for _, want := range rbac.DefaultRoleBindings() {
-		errs = append(errs, func() error {
+		g.do(func() error {
 			want.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindRoleBinding}
 			client := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("rolebindings"))
 			stored, err := getStored(ctx, client, want.Namespace, want.Name)
@@ -221,9 +269,9 @@ func bootstrapRoles(ctx context.Context, dyn dynamic.Interface) error {
 			}
 			have := &rbacv1.RoleBinding{}
 			return reconcile(ctx, client.Namespace(want.Namespace), stored, &want, have, func() (any, bool) { return rbac.ReconcileRoleBinding(have, want) })
-		}())
+		})
 	}
-	return errors.Join(errs...)
+	return g.wait()
 }
 
 // getStored reads one namespaced object; nil if there is none.

@@ -185,3 +185,51 @@ func TestAggregateChainsOnce(t *testing.T) {
 		t.Errorf("the cached admin role was changed: %v", c.roles["admin"].Rules)
 	}
 }
+
+// TestBootstrapCreatesAggregatedRoles: a new store's admin, edit and view
+// are created with the rules aggregation gives them (admin has view's
+// too), and the aggregation controller, given what was created, finds
+// nothing to write.
+func TestBootstrapCreatesAggregatedRoles(t *testing.T) {
+	dyn := fakeClient()
+	ctx := context.Background()
+	if err := bootstrap(ctx, dyn); err != nil {
+		t.Fatal(err)
+	}
+	list, err := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles")).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewAggregator(store.NewFixedCache("/registry/clusterroles/", 1), dyn, slog.New(slog.DiscardHandler))
+	for _, u := range list.Items {
+		role := &rbacv1.ClusterRole{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, role); err != nil {
+			t.Fatal(err)
+		}
+		c.roles[role.Name] = role
+	}
+	viewsPods := func(role string) bool {
+		for _, r := range c.roles[role].Rules {
+			if strings.Join(r.APIGroups, ",") == "" && strings.Contains(","+strings.Join(r.Resources, ",")+",", ",pods,") && strings.Contains(strings.Join(r.Verbs, ","), "get") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, role := range []string{"view", "edit", "admin"} {
+		if c.roles[role] == nil || c.roles[role].AggregationRule == nil {
+			t.Fatalf("%s: not created with its aggregationRule", role)
+		}
+		if !viewsPods(role) {
+			t.Errorf("%s was created without view's rule on pods: %v", role, c.roles[role].Rules)
+		}
+	}
+	if len(c.roles["admin"].Rules) <= len(c.roles["edit"].Rules) || len(c.roles["edit"].Rules) <= len(c.roles["view"].Rules) {
+		t.Errorf("rules: admin %d, edit %d, view %d; want each more than the next", len(c.roles["admin"].Rules), len(c.roles["edit"].Rules), len(c.roles["view"].Rules))
+	}
+	dyn.ClearActions()
+	c.aggregate(ctx)
+	for _, a := range dyn.Actions() {
+		t.Errorf("aggregation after bootstrap wrote: %v", a)
+	}
+}
