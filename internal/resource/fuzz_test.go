@@ -27,6 +27,11 @@ func FuzzDecodeContinue(f *testing.F) {
 		if !strings.HasPrefix(key, prefix) || strings.Contains(key, "/../") || rev <= 0 {
 			t.Fatalf("token %q decoded to key %q rev %d", token, key, rev)
 		}
+		if key == prefix {
+			// A start of "/" is the beginning of the range, as
+			// kube-apiserver reads it too; no token encodes it again.
+			return
+		}
 		// What decodes, encodes back to the same place.
 		token, err = storage.EncodeContinue(key, prefix, rev)
 		if err != nil {
