@@ -680,6 +680,24 @@ func (c *Cache) Get(key string) (*Item, int64) {
 	return it, c.rev
 }
 
+// GetNewest returns the newest state of key, as a quorum read gives it:
+// the cached item once the cache has applied every write made before the
+// call (waiting up to the FreshTimeout for it); nil if there is none. A
+// cache that follows no store (NewFixedCache) answers what it holds.
+func (c *Cache) GetNewest(ctx context.Context, key string) (*Item, error) {
+	if c.store != nil {
+		cur, err := c.store.CurrentRevision(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.WaitFresh(ctx, cur); err != nil {
+			return nil, err
+		}
+	}
+	it, _ := c.Get(key)
+	return it, nil
+}
+
 // NewFixedCache returns a cache of fixed contents, at revision rev, that
 // follows nothing: for the tests of a cache's users. Its watches see no
 // events, and it never reaches a later revision.

@@ -386,7 +386,7 @@ func TestParamAuthorization(t *testing.T) {
 	}
 
 	policies := map[string]*admissionv1.ParamKind{"cm": {APIVersion: "v1", Kind: "ConfigMap"}, "none": nil, "bad": {APIVersion: "a/b/c", Kind: "X"}, "unknown": {APIVersion: "x/v1", Kind: "X"}}
-	kindOf := func(name string) (*admissionv1.ParamKind, bool) {
+	kindOf := func(_ context.Context, name string) (*admissionv1.ParamKind, bool) {
 		pk, ok := policies[name]
 		return pk, ok
 	}

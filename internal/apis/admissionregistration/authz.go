@@ -77,7 +77,7 @@ func (a *paramAuthorizer) authorizeParamKind(ctx context.Context, pk *admissionv
 // policyKind finds the paramKind of the policy it binds. Kubernetes words
 // the refusal of a mutating binding with its verb and user swapped.
 func (a *paramAuthorizer) authorizeParamRef(ctx context.Context, policyName string, ref *admissionv1.ParamRef,
-	policyKind func(name string) (*admissionv1.ParamKind, bool), mutating bool) field.ErrorList {
+	policyKind func(ctx context.Context, name string) (*admissionv1.ParamKind, bool), mutating bool) field.ErrorList {
 	if a == nil || a.authz == nil || ref == nil || escalationAllowed(ctx) {
 		return nil
 	}
@@ -87,7 +87,7 @@ func (a *paramAuthorizer) authorizeParamRef(ctx context.Context, policyName stri
 		return field.ErrorList{field.Forbidden(p, "cannot identify user to authorize read access to paramRef object")}
 	}
 	res, group, version := "*", "*", "*"
-	pk, found := policyKind(policyName)
+	pk, found := policyKind(ctx, policyName)
 	var parseErr, resolveErr error
 	if found && pk != nil {
 		var gv schema.GroupVersion

@@ -155,8 +155,8 @@ func validatingBindingStrategy(a *paramAuthorizer, policies *store.Cache) strate
 			return t.Name, t.Spec, t.Spec.PolicyName, t.Spec.ParamRef
 		},
 		validateSpec: func(t *T) field.ErrorList { return validateValidatingBindingSpec(&t.Spec) },
-		policyParamKind: func(name string) (*admissionv1.ParamKind, bool) {
-			p, ok := getPolicy[admissionv1.ValidatingAdmissionPolicy](policies, ValidatingAdmissionPolicyPrefix, name)
+		policyParamKind: func(ctx context.Context, name string) (*admissionv1.ParamKind, bool) {
+			p, ok := getPolicy[admissionv1.ValidatingAdmissionPolicy](ctx, policies, ValidatingAdmissionPolicyPrefix, name)
 			if !ok {
 				return nil, false
 			}
@@ -174,8 +174,8 @@ func mutatingBindingStrategy(a *paramAuthorizer, policies *store.Cache) strategy
 			return t.Name, t.Spec, t.Spec.PolicyName, t.Spec.ParamRef
 		},
 		validateSpec: func(t *T) field.ErrorList { return validateMutatingBindingSpec(&t.Spec) },
-		policyParamKind: func(name string) (*admissionv1.ParamKind, bool) {
-			p, ok := getPolicy[admissionv1.MutatingAdmissionPolicy](policies, MutatingAdmissionPolicyPrefix, name)
+		policyParamKind: func(ctx context.Context, name string) (*admissionv1.ParamKind, bool) {
+			p, ok := getPolicy[admissionv1.MutatingAdmissionPolicy](ctx, policies, MutatingAdmissionPolicyPrefix, name)
 			if !ok {
 				return nil, false
 			}
@@ -193,8 +193,9 @@ type bindingKind[T any] struct {
 	// its paramRef.
 	parts        func(*T) (name string, spec any, policy string, ref *admissionv1.ParamRef)
 	validateSpec func(*T) field.ErrorList
-	// policyParamKind reads the paramKind of a policy of the kind bound.
-	policyParamKind func(name string) (*admissionv1.ParamKind, bool)
+	// policyParamKind reads the paramKind of a policy of the kind bound,
+	// as it is now (a policy created just before its binding included).
+	policyParamKind func(ctx context.Context, name string) (*admissionv1.ParamKind, bool)
 	// mutating: it binds MutatingAdmissionPolicies.
 	mutating bool
 }
@@ -225,13 +226,13 @@ func bindingStrategy[T any](b bindingKind[T], a *paramAuthorizer) strategy[T] {
 	}}
 }
 
-// getPolicy reads a policy from its watch cache.
-func getPolicy[T any](c *store.Cache, prefix, name string) (*T, bool) {
+// getPolicy reads a policy, as it is now, from its watch cache.
+func getPolicy[T any](ctx context.Context, c *store.Cache, prefix, name string) (*T, bool) {
 	if c == nil {
 		return nil, false
 	}
-	it, _ := c.Get(prefix + name)
-	if it == nil {
+	it, err := c.GetNewest(ctx, prefix+name)
+	if err != nil || it == nil {
 		return nil, false
 	}
 	obj, err := resource.DecodeObject(it.Bytes())

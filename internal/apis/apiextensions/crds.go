@@ -50,12 +50,13 @@ type Compatibility struct {
 	Conversion func(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) []evolution.Finding
 }
 
-// Getter returns the CRD of a name as the cache of CRDs holds it now (nil
-// for none, or one that cannot be decoded).
-func Getter(cache *store.Cache) func(name string) *apiextensionsv1.CustomResourceDefinition {
-	return func(name string) *apiextensionsv1.CustomResourceDefinition {
-		it, _ := cache.Get(CRDPrefix + name)
-		if it == nil {
+// Getter returns the CRD of a name as it is now, from the cache of CRDs
+// once it holds every earlier write (nil for none, or one that cannot be
+// read or decoded).
+func Getter(cache *store.Cache) func(ctx context.Context, name string) *apiextensionsv1.CustomResourceDefinition {
+	return func(ctx context.Context, name string) *apiextensionsv1.CustomResourceDefinition {
+		it, err := cache.GetNewest(ctx, CRDPrefix+name)
+		if err != nil || it == nil {
 			return nil
 		}
 		crd, err := Decode(it.Bytes())

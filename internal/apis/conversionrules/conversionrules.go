@@ -31,8 +31,8 @@ const Prefix = "/registry/" + v1alpha1.Group + "/conversionrules/"
 
 // Options are what the resource checks rule sets with.
 type Options struct {
-	// CRD returns the stored CRD of a name, or nil.
-	CRD func(name string) *apiextensionsv1.CustomResourceDefinition
+	// CRD returns the stored CRD of a name as it is now, or nil.
+	CRD func(ctx context.Context, name string) *apiextensionsv1.CustomResourceDefinition
 }
 
 // Resource is the conversionrules resource, served from cache.
@@ -84,7 +84,7 @@ func (s strategy) Validate(ctx context.Context, obj *resource.Object) field.Erro
 	if err != nil {
 		return field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
 	}
-	crd := s.o.CRD(cr.Name)
+	crd := s.o.CRD(ctx, cr.Name)
 	if crd == nil {
 		return field.ErrorList{field.NotFound(field.NewPath("metadata", "name"), cr.Name)}
 	}

@@ -132,11 +132,11 @@ func Findings(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition
 }
 
 // CRDFindings returns Findings for a CRD under its ConversionRules as
-// cache holds them now (none for a CRD without).
+// they are now (none for a CRD without, or when they cannot be read).
 func CRDFindings(cache *store.Cache) func(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) []evolution.Finding {
 	return func(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) []evolution.Finding {
-		it, _ := cache.Get(Prefix + crd.Name)
-		if it == nil {
+		it, err := cache.GetNewest(ctx, Prefix+crd.Name)
+		if err != nil || it == nil {
 			return nil
 		}
 		cr, err := Decode(it.Bytes())
