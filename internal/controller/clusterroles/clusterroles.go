@@ -165,10 +165,7 @@ func bootstrap(ctx context.Context, dyn dynamic.Interface) error {
 		return err
 	}
 	defaults := rbac.DefaultClusterRoles()
-	aggregated, err := aggregatedAtCreate(storedRoles, defaults)
-	if err != nil {
-		return err
-	}
+	aggregated := aggregatedAtCreate(storedRoles, defaults)
 	for _, want := range defaults {
 		if rules, ok := aggregated[want.Name]; ok {
 			want.Rules = rules
@@ -217,15 +214,22 @@ func (g *group) wait() error {
 // with them, as the aggregation controller would write them a moment later
 // (it then finds nothing to change): readiness, which waits for the
 // aggregated defaults to have their rules, does not wait for the elected
-// replica's controller and three more writes.
-func aggregatedAtCreate(stored map[string]*unstructured.Unstructured, defaults []rbacv1.ClusterRole) (map[string][]rbacv1.PolicyRule, error) {
+// replica's controller and three more writes. A stored role that does not
+// decode is left out, as the controller leaves it out.
+func aggregatedAtCreate(stored map[string]*unstructured.Unstructured, defaults []rbacv1.ClusterRole) map[string][]rbacv1.PolicyRule {
+	missing := false
+	for i := range defaults {
+		missing = missing || (defaults[i].AggregationRule != nil && stored[defaults[i].Name] == nil)
+	}
+	if !missing {
+		return nil // a server started before: nothing to create
+	}
 	all := make([]*rbacv1.ClusterRole, 0, len(stored)+len(defaults))
 	for _, u := range stored {
 		role := &rbacv1.ClusterRole{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, role); err != nil {
-			return nil, err
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, role); err == nil {
+			all = append(all, role)
 		}
-		all = append(all, role)
 	}
 	for i := range defaults {
 		if stored[defaults[i].Name] == nil {
@@ -240,7 +244,7 @@ func aggregatedAtCreate(stored map[string]*unstructured.Unstructured, defaults [
 			out[role.Name] = role.Rules
 		}
 	}
-	return out, nil
+	return out
 }
 
 // bootstrapRoles writes the default roles and bindings of kube-system (a

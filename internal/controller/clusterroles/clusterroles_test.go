@@ -233,3 +233,36 @@ func TestBootstrapCreatesAggregatedRoles(t *testing.T) {
 		t.Errorf("aggregation after bootstrap wrote: %v", a)
 	}
 }
+
+// TestBootstrapAggregatesStoredRoles: a role stored before the defaults
+// (a CRD's aggregate-to-view role) is in the rules view and admin are
+// created with.
+func TestBootstrapAggregatesStoredRoles(t *testing.T) {
+	dyn := fakeClient()
+	ctx := context.Background()
+	roles := dyn.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))
+	widgets := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: rbac.KindClusterRole},
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets-view", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}, Verbs: []string{"get"}}},
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(widgets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := roles.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bootstrap(ctx, dyn); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"view", "edit", "admin"} {
+		u, err := roles.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rules := fmt.Sprint(u.Object["rules"]); !strings.Contains(rules, "resources:[widgets]") {
+			t.Errorf("%s was created without the stored role's rule: %s", name, rules)
+		}
+	}
+}
