@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -17,14 +16,12 @@ import (
 )
 
 // fieldManagers are the field managers of a CRD's objects: the type
-// converter of each version is built from that version's OpenAPI
-// (Kubernetes' builder), as kube-apiserver builds it for server-side apply,
-// when an object of that version is first typed, and held in pool.
+// converter of each version (typeconverter.go) is built when an object of
+// that version is first typed, and held in pool.
 // versions gives the CRD with one version's schema.
 func fieldManagers(crd *apiextensionsv1.CustomResourceDefinition, versions func(string) func() (*apiextensionsv1.CustomResourceDefinition, error), pool *budget.Pool, conv conversion.Converter, schemas map[string]*schema.Version, status map[string]bool) *resource.FieldManagers {
 	group := crd.Spec.Group
 	tc := &versionedTypeConverter{group: group, versions: map[string]*budget.Value[managedfields.TypeConverter]{}}
-	preserve := crd.Spec.PreserveUnknownFields
 	for _, v := range crd.Spec.Versions {
 		source := versions(v.Name)
 		tc.versions[v.Name] = budget.NewValue(pool, func() (managedfields.TypeConverter, int64, error) {
@@ -32,12 +29,7 @@ func fieldManagers(crd *apiextensionsv1.CustomResourceDefinition, versions func(
 			if err != nil {
 				return nil, 0, err
 			}
-			doc, err := builder.BuildOpenAPIV3(crd, v.Name, builder.Options{})
-			if err != nil {
-				return nil, 0, err
-			}
-			c, err := managedfields.NewTypeConverter(doc.Components.Schemas, preserve)
-			return c, typeConverterCost(doc.Components.Schemas), err
+			return newKindTypeConverter(crd, v.Name)
 		})
 	}
 	return &resource.FieldManagers{
