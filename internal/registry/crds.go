@@ -128,7 +128,9 @@ func (r *Registry) reapplyAll() {
 // less than publishEvery ago, those that come until then (up to maxBatch).
 // Installing a thousand CRDs publishes far fewer than a thousand Indexes,
 // each of which every subscriber reads; a lone change is published at
-// once.
+// once, and so is a batch a request waits for (WaitApplied): a client
+// that saw its CRD Established creates its first object without waiting
+// out the batch.
 func (r *Registry) followCRDs(ctx context.Context) {
 	c := r.opts.CRDs.Cache
 	var last time.Time
@@ -159,7 +161,7 @@ func (r *Registry) followCRDs(ctx context.Context) {
 				}
 				rev := r.applyEvents(evs)
 				for n := len(evs); n < maxBatch; n += len(evs) {
-					evs = more(ctx, w, evs[:0], maxBatch-n, last.Add(publishEvery))
+					evs = more(ctx, w, r.hurry, evs[:0], maxBatch-n, last.Add(publishEvery))
 					if len(evs) == 0 {
 						break
 					}
@@ -191,9 +193,17 @@ const (
 	publishEvery = 10 * time.Millisecond
 )
 
+// events is what more reads of a store.Watcher.
+type events interface {
+	Next(buf []store.Event, most int) []store.Event
+	Ready() <-chan struct{}
+	Done() <-chan struct{}
+}
+
 // more appends to buf up to most events the watcher has received, or
-// receives before until; none when there are none by then.
-func more(ctx context.Context, w *store.Watcher, buf []store.Event, most int, until time.Time) []store.Event {
+// receives before until; none when there are none by then, or when hurry
+// says a request waits.
+func more(ctx context.Context, w events, hurry <-chan struct{}, buf []store.Event, most int, until time.Time) []store.Event {
 	if buf = w.Next(buf, most); len(buf) > 0 {
 		return buf
 	}
@@ -210,6 +220,8 @@ func more(ctx context.Context, w *store.Watcher, buf []store.Event, most int, un
 				return buf
 			}
 		case <-t.C:
+			return buf
+		case <-hurry:
 			return buf
 		case <-w.Done():
 			return buf

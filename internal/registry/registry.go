@@ -183,6 +183,9 @@ type Registry struct {
 	// applied is the revision of the last CRD change the Index reflects.
 	applied   atomic.Int64
 	appliedCh atomic.Pointer[chan struct{}]
+	// hurry tells followCRDs that a request waits for the Index: the
+	// events it holds back for a batch are published at once.
+	hurry chan struct{}
 }
 
 // crdEntry is what the registry derived from one CRD.
@@ -249,6 +252,7 @@ func New(opts Options) *Registry {
 		defs:    map[string]*crdEntry{},
 		rules:   map[string]*ruleEntry{},
 		changed: map[string]bool{},
+		hurry:   make(chan struct{}, 1),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	ch := make(chan struct{})
@@ -293,14 +297,22 @@ func (r *Registry) CatchUp(ctx context.Context) error {
 
 // WaitApplied waits (up to 3 seconds) until the Index reflects every CRD
 // change up to revision rev: a controller that wrote a CRD reads its own
-// write afterwards.
+// write afterwards. The Index is published at once for a waiter, not
+// when the batch of CRD events it is part of ends (followCRDs).
 func (r *Registry) WaitApplied(ctx context.Context, rev int64) error {
+	if r.applied.Load() >= rev {
+		return nil
+	}
 	timeout := time.NewTimer(3 * time.Second)
 	defer timeout.Stop()
 	for {
 		ch := r.appliedCh.Load()
 		if r.applied.Load() >= rev {
 			return nil
+		}
+		select {
+		case r.hurry <- struct{}{}:
+		default:
 		}
 		select {
 		case <-*ch:
