@@ -255,7 +255,7 @@ echo "# WORK=$WORK: a temporary folder, removed at the end" >"$OUT/commands.txt"
   echo "memory:    $(free -m | awk '/^Mem/{printf "%.1f GiB", $2/1024}')"
   echo "kernel:    $(uname -sr)"
   echo "go:        $(go version)"
-  echo "crdserver: commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
+  echo "crdserver: commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet HEAD -- . ':!bench/results' ':!bench/RESULTS.md' 2>/dev/null || echo ' + uncommitted changes')"
   echo "reference: apiextensions-apiserver v1.37.2, etcd v3.7.3, kubectl v1.37.2 ($REF/bin)"
   if [[ $CORE != 0 ]]; then
     echo "kube:      kube-apiserver $("$REF/bin/kube-apiserver" --version 2>/dev/null | awk '{print $2}'), etcd v3.7.3, kube-controller-manager ($REF/start-kube.sh; core types, admission, thousands of CRDs)"
