@@ -229,11 +229,23 @@ func TestWatchTimeoutAndExpiry(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("timeoutSeconds did not end the watch")
 	}
+	// With bookmarks asked for, the last thing before the timeout is a
+	// bookmark at the newest revision, as kube-apiserver sends it 2 s
+	// before a watch's deadline.
+	_, sc = e.rawWatch(ctPath + "?watch=1&timeoutSeconds=3&allowWatchBookmarks=true&resourceVersion=" + l.GetResourceVersion())
+	ev := readEvent(t, sc)
+	md, _ := ev.Object["metadata"].(map[string]any)
+	if rv, _ := md["resourceVersion"].(string); ev.Type != "BOOKMARK" || rv != l.GetResourceVersion() {
+		t.Fatalf("pre-timeout bookmark: %+v", ev)
+	}
+	if sc.Scan() {
+		t.Fatalf("stream goes on after the pre-timeout bookmark: %s", sc.Bytes())
+	}
 	// Once the history has moved past a resourceVersion, a watch from it
 	// gets one ERROR event with 410 Expired.
 	e.seed("kube-public", 4)
 	resp, sc := e.rawWatch(ctPath + "?watch=1&resourceVersion=" + l.GetResourceVersion())
-	ev := readEvent(t, sc)
+	ev = readEvent(t, sc)
 	if resp.StatusCode != 200 || ev.Type != "ERROR" || ev.Object["code"] != float64(410) || ev.Object["reason"] != "Expired" ||
 		!strings.HasPrefix(ev.Object["message"].(string), "too old resource version: "+l.GetResourceVersion()+" (") {
 		t.Fatalf("expired watch: %+v", ev)

@@ -20,6 +20,10 @@ import (
 // events of a streaming list (sendInitialEvents=true).
 const InitialEventsEndAnnotation = "k8s.io/initial-events-end"
 
+// preTimeoutBookmark is how long before a watch times out its last
+// bookmark is sent.
+const preTimeoutBookmark = 2 * time.Second
+
 // watchBatch is the most events converted and written at once.
 const watchBatch = 500
 
@@ -362,8 +366,18 @@ func (s *stream) follow(w *store.Watcher, timeout time.Duration) {
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	// A bookmark 2 s before the watch times out, as kube-apiserver's watch
+	// cache sends it: the client resumes from the newest revision.
+	var preTimeout <-chan time.Time
+	if s.bookmarks && timeout > preTimeoutBookmark {
+		t := time.NewTimer(timeout - preTimeoutBookmark)
+		defer t.Stop()
+		preTimeout = t.C
+	}
 	for {
 		select {
+		case <-preTimeout:
+			w.Bookmark()
 		case <-w.Ready():
 			if _, ok := emitNext(); !ok {
 				return

@@ -96,6 +96,18 @@ func (w *Watcher) signal() {
 	}
 }
 
+// Bookmark queues a BOOKMARK at the cache's revision, after every event
+// up to it, if the watch asked for bookmarks (WatchOptions.Bookmarks).
+// Kubernetes sends one right before a watch times out, so that the client
+// resumes from as near now as it can.
+func (w *Watcher) Bookmark() {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	if w.bookmarks {
+		w.send(Event{Type: Bookmark, Rev: w.c.rev})
+	}
+}
+
 // Done is closed when the cache has ended this watch.
 func (w *Watcher) Done() <-chan struct{} { return w.done }
 
