@@ -241,17 +241,80 @@ func TestWatchTimeoutAndExpiry(t *testing.T) {
 	if sc.Scan() {
 		t.Fatalf("stream goes on after the pre-timeout bookmark: %s", sc.Bytes())
 	}
-	// Once the history has moved past a resourceVersion, a watch from it
-	// gets one ERROR event with 410 Expired.
+	// Once the cache's history has moved past a resourceVersion, a watch
+	// from it gets the events it lacks from etcd, then the rest.
 	e.seed("kube-public", 4)
-	resp, sc := e.rawWatch(ctPath + "?watch=1&resourceVersion=" + l.GetResourceVersion())
-	ev = readEvent(t, sc)
-	if resp.StatusCode != 200 || ev.Type != "ERROR" || ev.Object["code"] != float64(410) || ev.Object["reason"] != "Expired" ||
-		!strings.HasPrefix(ev.Object["message"].(string), "too old resource version: "+l.GetResourceVersion()+" (") {
-		t.Fatalf("expired watch: %+v", ev)
+	for _, name := range []string{"b", "c", "d"} {
+		if _, err := e.dyn.Resource(crontabs).Namespace("default").Create(e.ctx, cronTab(name, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if sc.Scan() {
-		t.Fatalf("stream goes on after ERROR: %s", sc.Bytes())
+	resp, sc := e.rawWatch(ctPath + "?watch=1&resourceVersion=" + l.GetResourceVersion())
+	if resp.StatusCode != 200 {
+		t.Fatalf("watch from before the history: %d", resp.StatusCode)
+	}
+	prev := l.GetResourceVersion()
+	for _, name := range []string{"b", "c", "d"} {
+		ev := readEvent(t, sc)
+		md, _ := ev.Object["metadata"].(map[string]any)
+		rv, _ := md["resourceVersion"].(string)
+		if ev.Type != "ADDED" || md["name"] != name || rvLess(rv, prev) {
+			t.Fatalf("watch from before the history: want ADDED %s after %s, got %+v", name, prev, ev)
+		}
+		prev = rv
+	}
+}
+
+// rvLess compares resourceVersions as numbers (in a test, where they are
+// etcd revisions).
+func rvLess(a, b string) bool {
+	x, _ := strconv.ParseInt(a, 10, 64)
+	y, _ := strconv.ParseInt(b, 10, 64)
+	return x <= y
+}
+
+func TestWatchFromCompactedRevision(t *testing.T) {
+	// A cache's history of two events: the watch below is served from
+	// etcd (a watch the history still holds is served from it, compacted
+	// or not, as kube-apiserver's watch cache does).
+	e := start(t, func(c *server.Config) {
+		c.CompactionInterval = 50 * time.Millisecond
+		c.Cache.History = 2
+	})
+	e.createCRD(cronTabCRD(t))
+	e.seed("default", 1)
+	l, err := e.dyn.Resource(crontabs).Namespace("default").List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writes move the revision on; the compactor drops etcd's history
+	// after the list: a watch from it gets one ERROR event with 410
+	// Expired.
+	var ev rawEvent
+	err = wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		filler := cronTab("", nil)
+		filler.SetGenerateName("filler-")
+		if _, err := e.dyn.Resource(crontabs).Namespace("default").Create(ctx, filler, metav1.CreateOptions{}); err != nil {
+			return false, err
+		}
+		_, sc := e.rawWatch(ctPath + "?watch=1&timeoutSeconds=1&resourceVersion=" + l.GetResourceVersion())
+		if !sc.Scan() {
+			return false, nil
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return false, err
+		}
+		if ev.Type == "ERROR" && sc.Scan() {
+			t.Fatalf("stream goes on after ERROR: %s", sc.Bytes())
+		}
+		return ev.Type == "ERROR", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Object["code"] != float64(410) || ev.Object["reason"] != "Expired" ||
+		!strings.HasPrefix(ev.Object["message"].(string), "too old resource version: "+l.GetResourceVersion()+" (") {
+		t.Fatalf("compacted watch: %+v", ev)
 	}
 }
 

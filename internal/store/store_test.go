@@ -199,7 +199,43 @@ func TestCacheListAndWatch(t *testing.T) {
 	if err := c.WaitFresh(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
+	// Once the history has moved on, etcd has the events before it: the
+	// same events, in order, with their previous states.
+	ew, err := c.Watch(ctx, WatchOptions{Rev: rev, Filter: red})
+	if err != nil || len(ew.Replay) != 3 {
+		t.Fatalf("replay from etcd: %v %+v", err, ew)
+	}
+	ew.Stop()
+	if r := ew.Replay; r[0].Type != Deleted || r[1].Type != Added || r[2].Type != Deleted || r[2].Item.Name != "b" ||
+		r[0].Item.Rev >= r[1].Item.Rev || !strings.Contains(string(r[0].Item.Bytes()), `"red"`) {
+		t.Fatalf("replay from etcd: %+v", r)
+	}
+	all, err := c.Watch(ctx, WatchOptions{Rev: rev})
+	if err != nil || len(all.Replay) != 8 {
+		t.Fatalf("replay from etcd and history: %v %+v", err, all)
+	}
+	all.Stop()
+	for i := 1; i < len(all.Replay); i++ {
+		if all.Replay[i].Rev <= all.Replay[i-1].Rev {
+			t.Fatalf("replay out of order: %+v", all.Replay)
+		}
+	}
+	// More to read from etcd than HistoryBytes holds is too old, as a
+	// short history is.
 	var tooOld *TooOldError
+	c.mu.Lock()
+	c.opts.HistoryBytes = 100
+	c.mu.Unlock()
+	if _, err := c.Watch(ctx, WatchOptions{Rev: rev}); !errors.As(err, &tooOld) {
+		t.Fatalf("expected too old beyond HistoryBytes, got %v", err)
+	}
+	c.mu.Lock()
+	c.opts.HistoryBytes = 1 << 20
+	c.mu.Unlock()
+	// Too old only once etcd compacted it.
+	if err := s.Compact(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.Watch(ctx, WatchOptions{Rev: rev}); !errors.As(err, &tooOld) {
 		t.Fatalf("expected too old, got %v", err)
 	}

@@ -203,9 +203,16 @@ func (w *Watcher) send(ev Event) {
 }
 
 // Watch starts a watch. With FromState the Watcher holds the current state
-// the watch starts from (Initial); otherwise the events after o.Rev that the
-// history still holds (Replay). Live events follow (Ready, Next).
+// the watch starts from (Initial); otherwise the events after o.Rev (Replay):
+// those the history holds, and before them, for a watch that resumes from
+// before the history (the cache started after o.Rev, or its bounds cut
+// the history short), those etcd still has (410 only once etcd compacted
+// them, as kube-apiserver answers a watch it serves from etcd). Live
+// events follow (Ready, Next).
 func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
+	// older are events before the history, read from etcd, up to olderTo.
+	var older []Event
+	olderTo := int64(-1)
 	for {
 		if !o.FromState {
 			if err := c.WaitFresh(ctx, o.Rev); err != nil {
@@ -215,11 +222,22 @@ func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 			return nil, err
 		}
 		c.mu.Lock()
-		if c.ready || c.stopped {
-			break
+		if !c.ready && !c.stopped {
+			// The state is being replaced since the wait: wait again.
+			c.mu.Unlock()
+			continue
 		}
-		// The state is being replaced since the wait: wait again.
-		c.mu.Unlock()
+		if c.ready && !o.FromState && o.Rev < c.oldest && olderTo < c.oldest {
+			oldest := c.oldest
+			c.mu.Unlock()
+			evs, to, err := c.etcdEvents(ctx, o.Rev, oldest)
+			if err != nil {
+				return nil, err
+			}
+			older, olderTo = evs, to
+			continue
+		}
+		break
 	}
 	defer c.mu.Unlock()
 	if c.stopped {
@@ -247,13 +265,24 @@ func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 			return true
 		})
 	} else {
+		after := o.Rev
 		if o.Rev < c.oldest {
-			return nil, &TooOldError{Requested: o.Rev, Oldest: c.oldest}
+			// etcd's events up to what the cache has applied; the history
+			// has the rest.
+			after = min(olderTo, c.rev)
+			for _, ev := range older {
+				if ev.Rev > after {
+					break
+				}
+				if tev, ok := w.translate(ev); ok {
+					w.Replay = append(w.Replay, tev)
+				}
+			}
 		}
 		n := len(c.history)
 		for i := 0; i < c.hlen; i++ {
 			ev := c.history[(c.hstart+i)%n]
-			if ev.Rev <= o.Rev {
+			if ev.Rev <= after {
 				continue
 			}
 			if tev, ok := w.translate(ev); ok {
