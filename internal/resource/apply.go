@@ -88,11 +88,34 @@ func (c *call) apply(sub string) {
 		return obj, nil
 	}
 
+	// The object may go or come between the read that decides and the
+	// write: apply again, as Kubernetes' apply creates an object that is
+	// not there and updates one that is, and never answers 404 or 409
+	// AlreadyExists for that.
+	for attempt := 0; ; attempt++ {
+		code, raw, err := c.applyOnce(sub, dry, applyTo)
+		if sub == "" && attempt < applyRetries && (apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err)) {
+			continue
+		}
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.respond(code, raw)
+		return
+	}
+}
+
+// applyRetries bounds how often an apply starts again because the object
+// went or came meanwhile.
+const applyRetries = 5
+
+// applyOnce applies to the object as it is: creates it if there is none.
+func (c *call) applyOnce(sub string, dry bool, applyTo func(map[string]any) (*Object, error)) (int, []byte, error) {
 	key := c.res.Key(c.namespace, c.info.Name)
 	if _, _, err := c.h.Store.Get(c.ctx, key, 0); errors.Is(err, store.ErrNotFound) {
 		if sub != "" {
-			c.fail(c.notFound(c.info.Name))
-			return
+			return 0, nil, c.notFound(c.info.Name)
 		}
 		live := &unstructured.Unstructured{}
 		live.SetAPIVersion(c.apiVersion())
@@ -101,29 +124,18 @@ func (c *call) apply(sub string) {
 		live.SetNamespace(c.namespace)
 		obj, err := applyTo(live.Object)
 		if err != nil {
-			c.fail(err)
-			return
+			return 0, nil, err
 		}
 		if err := c.checkTypeMeta(obj.APIVersion(), obj.Kind(), obj.Meta.Name); err != nil {
-			c.fail(err)
-			return
+			return 0, nil, err
 		}
 		raw, err := c.createObject(obj, dry)
-		if err != nil {
-			c.fail(err)
-			return
-		}
-		c.respond(http.StatusCreated, raw)
-		return
+		return http.StatusCreated, raw, err
 	}
 	raw, err := c.guaranteedUpdate(c.info.Name, sub, dry, func(cur *Object) (*Object, error) {
 		return applyTo(cur.ToUnstructured())
 	})
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.respond(http.StatusOK, raw)
+	return http.StatusOK, raw, err
 }
 
 // applyOptions reads the field manager (required) and force of an apply.

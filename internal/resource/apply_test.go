@@ -154,3 +154,56 @@ func TestApplyRefused(t *testing.T) {
 	e.res.FieldManagers = nil
 	e.do("PATCH", path+"?fieldManager=a", applyPatch, applied(1, "")).status(t, 415, metav1.StatusReasonUnsupportedMediaType, "")
 }
+
+// An object that goes or comes between apply's read and its write is
+// applied again: created if gone, updated if there, never 404 or 409
+// AlreadyExists (the robustness suite saw a 404 when a delete came
+// between them).
+func TestApplyRacesDeleteAndCreate(t *testing.T) {
+	e := applyEngine(t)
+	path := widgetsPath + "/w"
+	if a := e.do("PATCH", path+"?fieldManager=alice", applyPatch, applied(1, "")); a.code != http.StatusCreated {
+		t.Fatalf("apply: %d %s", a.code, a.raw)
+	}
+	key := e.res.Key("default", "w")
+	once := func(f func()) func(string) {
+		done := false
+		return func(k string) {
+			if k == key && !done {
+				done = true
+				f()
+			}
+		}
+	}
+	// Deleted right after apply read it.
+	e.store.afterGet = once(func() {
+		e.store.mu.Lock()
+		delete(e.store.kvs, key)
+		e.store.rev++
+		e.store.mu.Unlock()
+	})
+	if a := e.do("PATCH", path+"?fieldManager=alice", applyPatch, applied(2, "")); a.code != http.StatusCreated {
+		t.Fatalf("apply while the object is deleted: want 201, got %d %s", a.code, a.raw)
+	}
+	if got := e.stored("w"); got == nil || got["spec"].(map[string]any)["size"] != 2.0 {
+		t.Fatalf("stored: %v", got)
+	}
+	// Deleted before apply read it, created again right after.
+	e.store.mu.Lock()
+	saved := *e.store.kvs[key]
+	delete(e.store.kvs, key)
+	e.store.mu.Unlock()
+	e.store.afterGet = once(func() {
+		e.store.mu.Lock()
+		e.store.rev++
+		saved.ModRevision = e.store.rev
+		e.store.kvs[key] = &saved
+		e.store.mu.Unlock()
+	})
+	if a := e.do("PATCH", path+"?fieldManager=alice", applyPatch, applied(3, "")); a.code != http.StatusOK {
+		t.Fatalf("apply while the object is created: want 200, got %d %s", a.code, a.raw)
+	}
+	if got := e.stored("w"); got["spec"].(map[string]any)["size"] != 3.0 {
+		t.Fatalf("stored: %v", got)
+	}
+}

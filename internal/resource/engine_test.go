@@ -32,6 +32,8 @@ type memStore struct {
 	opts store.WriteOptions
 	// only makes it say it is its etcd's only writer.
 	only bool
+	// afterGet, when set, runs after each Get (a concurrent writer).
+	afterGet func(key string)
 }
 
 func newMemStore() *memStore { return &memStore{rev: 1, kvs: map[string]*store.KV{}} }
@@ -47,7 +49,13 @@ func (m *memStore) OnlyWriter() bool { return m.only }
 
 func (m *memStore) Get(_ context.Context, key string, _ int64) (*store.KV, int64, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer func() {
+		hook := m.afterGet
+		m.mu.Unlock()
+		if hook != nil {
+			hook(key)
+		}
+	}()
 	kv := m.kvs[key]
 	if kv == nil {
 		return nil, m.rev, store.ErrNotFound
