@@ -521,10 +521,23 @@ func (c *Cache) settledLocked(rev int64) bool {
 	return ok && c.lastEv >= last
 }
 
+// advance moves the cache's revision on to rev when it has every change up
+// to rev without having heard of rev (settledLocked): what it then serves
+// (a list's resourceVersion, a bookmark) says so, rather than an older
+// revision a client asked for a state no older than.
+func (c *Cache) advance(rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ready && !c.stopped && c.rev < rev && c.settledLocked(rev) {
+		c.setRevLocked(rev)
+	}
+}
+
 // WaitFresh waits until the cache has applied every change up to rev, for at
 // most the FreshTimeout, asking etcd for progress notifications meanwhile.
 func (c *Cache) WaitFresh(ctx context.Context, rev int64) error {
 	if c.Reaches(rev) {
+		c.advance(rev)
 		return nil
 	}
 	deadline := time.NewTimer(c.opts.FreshTimeout)
@@ -541,6 +554,7 @@ func (c *Cache) WaitFresh(ctx context.Context, rev int64) error {
 			return nil
 		}
 		if ready && c.Reaches(rev) {
+			c.advance(rev)
 			return nil
 		}
 		if ready && !asked && c.store != nil && stream != nil && stream.Err() == nil {

@@ -674,9 +674,7 @@ func TestLargeItemsPacked(t *testing.T) {
 // one a write went to is only once it applied that write.
 func TestIdleCacheIsFresh(t *testing.T) {
 	s := startStore(t)
-	if !s.OnlyWriter() {
-		t.Skip("the embedded etcd's store is its only writer")
-	}
+	s.onlyWriter = true // as Open makes the embedded etcd's store
 	ctx := context.Background()
 	quiet := NewCache(s, "/quiet/", decodeTest, CacheOptions{}, slog.Default())
 	defer quiet.Stop()
@@ -694,6 +692,13 @@ func TestIdleCacheIsFresh(t *testing.T) {
 	}
 	if !quiet.Reaches(rev) {
 		t.Error("an idle cache does not reach the newest revision")
+	}
+	// Waiting for it moves the idle cache's revision on: a list it serves
+	// says it is of that revision, not of an older one (a client asking
+	// for a state no older than rev got one that said it was older; the
+	// robustness suite saw it).
+	if err := quiet.WaitFresh(ctx, rev); err != nil || quiet.Revision() != rev || quiet.List(ListOptions{}).Rev != rev {
+		t.Errorf("an idle cache fresh at %d says it is at %d (%v)", rev, quiet.Revision(), err)
 	}
 	if busy.settledLocked(rev) {
 		t.Error("a cache that has not applied a write to it reaches past it")
