@@ -268,17 +268,34 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, opts Write
 	var rev int64
 	written := false
 	defer func() { s.prefixes.end(key, rev, written, err != nil && rev == 0 && !errors.Is(err, ErrExists)) }()
-	tries := 0
 	var resp *clientv3.TxnResponse
-	err = s.attempts(ctx, func(ctx context.Context) (err error) {
-		tries++
-		resp, err = s.cli.Txn(ctx).
+	for i := 0; ; i++ {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		resp, err = s.cli.Txn(actx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 			Then(put).
 			Else(clientv3.OpGet(key)).
 			Commit()
-		return err
-	})
+		cancel()
+		if err == nil || ctx.Err() != nil || !retryable(err) {
+			break
+		}
+		if !unapplied(err) {
+			// The try may have been applied, or may yet be. Sent again,
+			// it would create the object a second time if someone deleted
+			// it meanwhile (an update or a delete is guarded by a revision
+			// no write reuses; a create is not): only a read may tell that
+			// it was.
+			if kv, _, gerr := s.Get(ctx, key, 0); gerr == nil && bytes.Equal(kv.Value, value) {
+				rev, written = kv.ModRevision, true
+				return rev, nil
+			}
+			break
+		}
+		if i+1 == maxAttempts {
+			break
+		}
+	}
 	if err != nil {
 		// The write may have happened, or not: its record waits in case
 		// it did (and expires otherwise).
@@ -286,11 +303,6 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, opts Write
 	}
 	s.saw(resp.Header.Revision)
 	if !resp.Succeeded {
-		// A try that got no answer may have been the one that wrote it.
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; tries > 1 && len(kvs) > 0 && bytes.Equal(kvs[0].Value, stored) {
-			rev, written = kvs[0].ModRevision, true
-			return rev, nil
-		}
 		s.writes.abort(key, pw)
 		err = ErrExists
 		return 0, err
@@ -391,9 +403,11 @@ func (s *Store) guarded(ctx context.Context, key string, expected int64, op clie
 
 // Requests to etcd are bounded: a member that does not answer in time
 // (frozen, cut off, without a leader) is given up on and the request sent
-// again, which the client sends to the next member. Writes are guarded, so
-// a try that got no answer cannot apply twice; Create, Update and Delete
-// tell their own unanswered write from another's by what is stored.
+// again, which the client sends to the next member. Update and Delete are
+// guarded by a revision no write reuses, so a try that got no answer cannot
+// apply twice, and they tell their own unanswered write from another's by
+// what is stored. Create is sent again only after an error that says it
+// was not proposed (see Create).
 const (
 	attemptTimeout = 5 * time.Second
 	maxAttempts    = 4
@@ -425,6 +439,18 @@ func retryable(err error) bool {
 	}
 	for _, e := range []error{rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTimeoutDueToConnectionLost,
 		rpctypes.ErrLeaderChanged, rpctypes.ErrNoLeader, rpctypes.ErrNotCapable, rpctypes.ErrTooManyRequests} {
+		if errors.Is(err, e) || err.Error() == e.Error() {
+			return true
+		}
+	}
+	return false
+}
+
+// unapplied says whether a retryable error says the write was refused
+// before etcd proposed it (no leader, overloaded): sent again, it cannot
+// apply twice.
+func unapplied(err error) bool {
+	for _, e := range []error{rpctypes.ErrNoLeader, rpctypes.ErrNotCapable, rpctypes.ErrTooManyRequests} {
 		if errors.Is(err, e) || err.Error() == e.Error() {
 			return true
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/crdserver/crdserver/internal/jsonraw"
 )
 
@@ -819,5 +821,73 @@ func TestGetNewestSeesEveryEarlierWrite(t *testing.T) {
 	}
 	if it, err := c.GetNewest(ctx, "/g/ns/none"); err != nil || it != nil {
 		t.Fatalf("a key never written: %v %v", it, err)
+	}
+}
+
+// lossyKV applies a transaction and then loses its answer, after running
+// meanwhile (another client's write before the retry).
+type lossyKV struct {
+	clientv3.KV
+	lose      int // how many answers to lose
+	meanwhile func()
+}
+
+func (l *lossyKV) Txn(ctx context.Context) clientv3.Txn {
+	return &lossyTxn{Txn: l.KV.Txn(ctx), kv: l}
+}
+
+type lossyTxn struct {
+	clientv3.Txn
+	kv *lossyKV
+}
+
+func (t *lossyTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
+func (t *lossyTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
+func (t *lossyTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
+
+func (t *lossyTxn) Commit() (*clientv3.TxnResponse, error) {
+	resp, err := t.Txn.Commit()
+	if err != nil || t.kv.lose == 0 {
+		return resp, err
+	}
+	t.kv.lose--
+	if t.kv.meanwhile != nil {
+		t.kv.meanwhile()
+	}
+	return nil, context.DeadlineExceeded
+}
+
+// A create whose answer was lost is never sent again: if the object was
+// deleted meanwhile, the second try would create it a second time (the
+// robustness suite saw an etcd leader killed under load do that). A read
+// tells whether the lost try created it.
+func TestCreateWithLostAnswer(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	real := s.cli.KV
+	defer func() { s.cli.KV = real }()
+
+	// Created, then deleted by someone else before the answer came back:
+	// not created again; the outcome stays unknown.
+	lossy := &lossyKV{KV: real, lose: 1, meanwhile: func() {
+		if _, err := real.Delete(ctx, "/lost/a"); err != nil {
+			t.Error(err)
+		}
+	}}
+	s.cli.KV = lossy
+	if _, err := s.Create(ctx, "/lost/a", []byte(`{"a":1}`), WriteOptions{}); err == nil || errors.Is(err, ErrExists) {
+		t.Fatalf("a create whose answer was lost: %v", err)
+	}
+	if _, _, err := s.Get(ctx, "/lost/a", 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the create was applied twice: %v", err)
+	}
+	// Created and still there: the read tells the create succeeded.
+	s.cli.KV = &lossyKV{KV: real, lose: 1}
+	rev, err := s.Create(ctx, "/lost/b", []byte(`{"b":1}`), WriteOptions{})
+	if err != nil {
+		t.Fatalf("a create whose answer was lost, found created: %v", err)
+	}
+	if kv, _, err := s.Get(ctx, "/lost/b", 0); err != nil || kv.ModRevision != rev {
+		t.Fatalf("created at %d, stored %+v %v", rev, kv, err)
 	}
 }
