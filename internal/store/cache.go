@@ -526,6 +526,12 @@ func (c *Cache) settledLocked(rev int64) bool {
 // (a list's resourceVersion, a bookmark) says so, rather than an older
 // revision a client asked for a state no older than.
 func (c *Cache) advance(rev int64) {
+	c.mu.RLock()
+	behind := c.rev < rev
+	c.mu.RUnlock()
+	if !behind || c.store == nil || !c.store.onlyWriter {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ready && !c.stopped && c.rev < rev && c.settledLocked(rev) {

@@ -14,6 +14,11 @@ import (
 // historyTimeout bounds reading etcd's history for one watch.
 const historyTimeout = 10 * time.Second
 
+// historyReaders is how many watches of a store read etcd's history at
+// once: after a replica restarts, every client resumes from before its
+// caches; each read holds up to HistoryBytes until its watch starts.
+const historyReaders = 4
+
 var historyStreams atomic.Int64
 
 // etcdEvents reads from etcd the changes under the cache's prefix after
@@ -23,10 +28,18 @@ var historyStreams atomic.Int64
 // it compacts). They are the cache's own events as it would have made
 // them, with their previous states, up to the revision it returns. A
 // compacted revision is a TooOldError, as is a history that holds more
-// than HistoryBytes: the client relists, as from a short history.
+// than HistoryBytes: the client relists, as from a short history. At most
+// historyReaders such reads run at once in a store: memory stays bounded
+// when every client of a restarted replica resumes.
 func (c *Cache) etcdEvents(ctx context.Context, from, to int64) ([]Event, int64, error) {
-	if c.store == nil {
+	if c.store == nil || c.store.historyReads == nil {
 		return nil, 0, &TooOldError{Requested: from, Oldest: to}
+	}
+	select {
+	case c.store.historyReads <- struct{}{}:
+		defer func() { <-c.store.historyReads }()
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
 	}
 	// A stream of its own: its progress request wakes no other watch.
 	sctx := metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(ctx), "crdserver-watch", "history#"+strconv.FormatInt(historyStreams.Add(1), 10))

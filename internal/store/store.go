@@ -24,6 +24,11 @@ var (
 	ErrExists   = errors.New("key exists")
 	// ErrConflict: the key's mod revision is not the expected one.
 	ErrConflict = errors.New("revision conflict")
+	// ErrUnknownOutcome: a try of a write got no answer, and the key
+	// changed since in a way that does not tell whether that try applied
+	// (another write may have followed it): neither success nor a
+	// refusal can be answered.
+	ErrUnknownOutcome = errors.New("etcd did not answer a try of the write, and the key changed since: whether it was applied is unknown")
 	// ErrCompacted: the requested revision has been compacted away.
 	ErrCompacted = errors.New("revision compacted")
 	// ErrFutureRevision: the requested revision is newer than the store's.
@@ -80,6 +85,9 @@ type Store struct {
 	leases  map[time.Duration]*lease
 	// writes recognises this process's own writes (see WriteStamp).
 	writes writes
+	// historyReads bounds the reads of etcd's history for watches that
+	// resume from before a cache's (see Cache.etcdEvents).
+	historyReads chan struct{}
 	// onlyWriter: no other process writes to this etcd (the embedded
 	// one). newest is then the newest revision of any answer it gave.
 	onlyWriter bool
@@ -128,7 +136,9 @@ func (s *Store) Close() {
 var _ Interface = (*Store)(nil)
 
 // New returns a Store over an etcd client.
-func New(cli *clientv3.Client) *Store { return &Store{cli: cli, stream: watchStream{cli: cli}} }
+func New(cli *clientv3.Client) *Store {
+	return &Store{cli: cli, stream: watchStream{cli: cli}, historyReads: make(chan struct{}, historyReaders)}
+}
 
 // kvFrom is a stored key and its value as the store's users see it.
 func (s *Store) kvFrom(ctx context.Context, kv *mvccpb.KeyValue) (*KV, error) {
@@ -351,7 +361,9 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 // revision of the deletion; on ErrConflict the current value.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, *KV, error) {
 	s.prefixes.begin(key, false)
-	rev, cur, err := s.guarded(ctx, key, expected, clientv3.OpDelete(key), func(cur *mvccpb.KeyValue) bool { return cur == nil })
+	// A delete leaves nothing to tell its own unanswered try from another
+	// client's delete by.
+	rev, cur, err := s.guarded(ctx, key, expected, clientv3.OpDelete(key), func(*mvccpb.KeyValue) bool { return false })
 	refused := errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound)
 	s.prefixes.end(key, rev, err == nil, err != nil && !refused)
 	return rev, cur, err
@@ -359,8 +371,9 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, 
 
 // guarded runs op on key in a transaction that succeeds only if the key's
 // mod revision is expected. When a try got no answer and a later one finds
-// the guard failed, done says from the key's state whether the unanswered
-// try is what changed it.
+// the guard failed, done says from the key's state (nil: absent) whether
+// it is what the unanswered try stored; if not, the outcome is unknown
+// (ErrUnknownOutcome).
 func (s *Store) guarded(ctx context.Context, key string, expected int64, op clientv3.Op, done func(cur *mvccpb.KeyValue) bool) (int64, *KV, error) {
 	tries := 0
 	var resp *clientv3.TxnResponse
@@ -382,12 +395,15 @@ func (s *Store) guarded(ctx context.Context, key string, expected int64, op clie
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			raw = kvs[0]
 		}
-		if tries > 1 && done(raw) {
-			rev := resp.Header.Revision
-			if raw != nil {
-				rev = raw.ModRevision
+		if tries > 1 {
+			// An earlier try got no answer. What is stored may be its
+			// value: it was applied. Otherwise it may have been applied
+			// and the key changed since by another write, or not have
+			// been: a conflict or a not-found would be a guess.
+			if done(raw) {
+				return raw.ModRevision, nil, nil
 			}
-			return rev, nil, nil
+			return 0, nil, ErrUnknownOutcome
 		}
 		if raw == nil {
 			return 0, nil, ErrNotFound
@@ -405,9 +421,9 @@ func (s *Store) guarded(ctx context.Context, key string, expected int64, op clie
 // (frozen, cut off, without a leader) is given up on and the request sent
 // again, which the client sends to the next member. Update and Delete are
 // guarded by a revision no write reuses, so a try that got no answer cannot
-// apply twice, and they tell their own unanswered write from another's by
-// what is stored. Create is sent again only after an error that says it
-// was not proposed (see Create).
+// apply twice; an update whose value is what is stored was applied, and
+// otherwise the outcome is unknown (ErrUnknownOutcome). Create is sent
+// again only after an error that says it was not proposed (see Create).
 const (
 	attemptTimeout = 5 * time.Second
 	maxAttempts    = 4

@@ -891,3 +891,42 @@ func TestCreateWithLostAnswer(t *testing.T) {
 		t.Fatalf("created at %d, stored %+v %v", rev, kv, err)
 	}
 }
+
+// An update or a delete whose answer was lost is sent again; its guard
+// keeps it from applying twice. An update whose value is stored succeeded;
+// otherwise, and for a delete, another write may have followed the lost
+// try: the outcome is unknown, not a conflict or a not-found.
+func TestGuardedWritesWithLostAnswer(t *testing.T) {
+	s := startStore(t)
+	ctx := context.Background()
+	real := s.cli.KV
+	defer func() { s.cli.KV = real }()
+	rev, err := s.Create(ctx, "/lost/u", []byte(`{"v":0}`), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Applied, answer lost, nothing else happened: success.
+	s.cli.KV = &lossyKV{KV: real, lose: 1}
+	rev1, _, err := s.Update(ctx, "/lost/u", []byte(`{"v":1}`), rev, WriteOptions{})
+	if err != nil || rev1 <= rev {
+		t.Fatalf("an update found applied: %d %v", rev1, err)
+	}
+	// Applied, answer lost, then another client's write: unknown.
+	s.cli.KV = &lossyKV{KV: real, lose: 1, meanwhile: func() {
+		if _, err := real.Put(ctx, "/lost/u", `{"v":"other"}`); err != nil {
+			t.Error(err)
+		}
+	}}
+	if _, _, err := s.Update(ctx, "/lost/u", []byte(`{"v":2}`), rev1, WriteOptions{}); !errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("an update overwritten after its lost answer: %v", err)
+	}
+	// A delete applied, answer lost: nothing tells it from another's.
+	kv, _, _ := s.Get(ctx, "/lost/u", 0)
+	s.cli.KV = &lossyKV{KV: real, lose: 1}
+	if _, _, err := s.Delete(ctx, "/lost/u", kv.ModRevision); !errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("a delete whose answer was lost: %v", err)
+	}
+	if _, _, err := s.Get(ctx, "/lost/u", 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the delete was not applied: %v", err)
+	}
+}

@@ -228,9 +228,11 @@ func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 			continue
 		}
 		if c.ready && !o.FromState && o.Rev < c.oldest && olderTo < c.oldest {
-			oldest := c.oldest
+			// Up to what the cache has applied: the history is then
+			// needed only from there on.
+			upto := c.rev
 			c.mu.Unlock()
-			evs, to, err := c.etcdEvents(ctx, o.Rev, oldest)
+			evs, to, err := c.etcdEvents(ctx, o.Rev, upto)
 			if err != nil {
 				return nil, err
 			}
