@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/crdserver/crdserver/e2e/robustness/check"
@@ -127,6 +129,9 @@ type wireObject struct {
 	Code    int    `json:"code"`
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+	Details struct {
+		Name string `json:"name"`
+	} `json:"details"`
 }
 
 func (o *wireObject) obj(resource string) check.Obj {
@@ -215,6 +220,8 @@ type answer struct {
 	code int
 	body []byte
 	err  error
+	// unsent: the connection was refused, nothing was sent.
+	unsent bool
 }
 
 // do sends one request (not a watch) to base, bounded by the client's
@@ -235,7 +242,7 @@ func do(ctx context.Context, hc *http.Client, method, base, path, contentType st
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return answer{err: err}
+		return answer{err: err, unsent: errors.Is(err, syscall.ECONNREFUSED)}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

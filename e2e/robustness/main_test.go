@@ -33,7 +33,13 @@ func runTests(m *testing.M) int {
 	etcdBin = filepath.Join(binDir, "etcd")
 	var wg sync.WaitGroup
 	var errs [2]error
-	wg.Go(func() { errs[0] = goBuild("../..", crdserverBin, "./cmd/crdserver") })
+	// ROBUSTNESS_RACE=1: crdserver under the race detector (a run fails
+	// on a race it reports).
+	var flags []string
+	if os.Getenv("ROBUSTNESS_RACE") == "1" {
+		flags = append(flags, "-race")
+	}
+	wg.Go(func() { errs[0] = goBuild("../..", crdserverBin, "./cmd/crdserver", flags...) })
 	wg.Go(func() { errs[1] = goBuild("../..", etcdBin, "go.etcd.io/etcd/server/v3") })
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
@@ -62,8 +68,8 @@ func readSources() {
 	_, _ = os.Stat("../../go.sum")
 }
 
-func goBuild(dir, out, pkg string) error {
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+func goBuild(dir, out, pkg string, flags ...string) error {
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)
 	cmd.Dir = dir
 	if output, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", pkg, err, output)

@@ -296,7 +296,7 @@ type replica struct {
 	index   int
 	dataDir string
 	port    int
-	url     string
+	url     string // the same at every start (its port is kept)
 	// proxies stand between the replica and each etcd member (none on the
 	// embedded store).
 	proxies []*proxy
@@ -313,7 +313,7 @@ func newReplica(i int, dir string, endpoints []string, caDir string) (*replica, 
 	if err != nil {
 		return nil, err
 	}
-	r := &replica{index: i, dataDir: filepath.Join(dir, fmt.Sprintf("crdserver-%d", i)), port: port}
+	r := &replica{index: i, dataDir: filepath.Join(dir, fmt.Sprintf("crdserver-%d", i)), port: port, url: fmt.Sprintf("https://127.0.0.1:%d", port)}
 	r.name = fmt.Sprintf("crdserver-%d", i)
 	r.log = &logBuffer{}
 	var etcdArgs []string
@@ -347,7 +347,6 @@ func (r *replica) run(timeout time.Duration) error {
 	if err := r.start(crdserverBin); err != nil {
 		return err
 	}
-	r.url = fmt.Sprintf("https://127.0.0.1:%d", r.port)
 	deadline := time.Now().Add(timeout)
 	kubeconfig := filepath.Join(r.dataDir, "admin.kubeconfig")
 	for {

@@ -29,7 +29,8 @@ import (
 //	ROBUSTNESS_SETUPS   only these setups (cluster, embedded)
 //	ROBUSTNESS_SEED     the first run's seed (default: from the clock)
 //	ROBUSTNESS_RPS      requests per second of the traffic (default 300)
-//	ROBUSTNESS_TRAFFIC  seconds of traffic around the fault (default 4+4)
+//	ROBUSTNESS_TRAFFIC  seconds of traffic before and after the fault (default 4)
+//	ROBUSTNESS_RACE     1: crdserver built with the race detector
 //	ROBUSTNESS_OUT      where runs keep their histories (default: a temporary
 //	                    folder, removed for runs that pass unless ROBUSTNESS_KEEP=1)
 func envInt(name string, def int) int {
@@ -175,7 +176,7 @@ func summarize(results []result) string {
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	fmt.Fprintf(&b, "| setup | fault | runs | violations | failed runs | requests/s |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| setup | fault | runs | violations | failed runs | requests per run | requests/s |\n|---|---|---|---|---|---|---|\n")
 	total := row{}
 	for _, k := range keys {
 		x := rows[k]
@@ -183,12 +184,12 @@ func summarize(results []result) string {
 		if x.seconds > 0 {
 			rps = float64(x.requests) / x.seconds
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.0f |\n", k, x.runs, x.violations, x.errors, rps)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %.0f |\n", k, x.runs, x.violations, x.errors, x.requests/x.runs, rps)
 		total.runs += x.runs
 		total.violations += x.violations
 		total.errors += x.errors
 	}
-	fmt.Fprintf(&b, "| all | | %d | %d | %d | |\n", total.runs, total.violations, total.errors)
+	fmt.Fprintf(&b, "| all | | %d | %d | %d | | |\n", total.runs, total.violations, total.errors)
 	return b.String()
 }
 

@@ -134,13 +134,16 @@ func (c *client) op(ctx context.Context, kind check.OpKind, res *resource, versi
 	if a.err != nil && ctx.Err() != nil && !kind.IsWrite() {
 		return // the run ended it
 	}
-	op.Code, op.Err = a.code, shortErr(a.err)
+	op.Code, op.Err, op.Unsent = a.code, shortErr(a.err), a.unsent
 	if a.err == nil {
 		var w wireObject
-		_ = json.Unmarshal(a.body, &w)
-		if w.Kind == "Status" {
-			op.Reason, op.Message = w.Reason, w.Message
-		} else if a.code >= 200 && a.code < 300 && kind != check.Delete {
+		err := json.Unmarshal(a.body, &w)
+		switch {
+		case w.Kind == "Status":
+			op.Reason, op.Message, op.Named = w.Reason, w.Message, w.Details.Name
+		case a.code >= 200 && a.code < 300 && (err != nil || w.Metadata.Name != name):
+			op.Undecodable, op.Err = true, fmt.Sprintf("%v: %.200s", err, a.body)
+		case a.code >= 200 && a.code < 300 && kind != check.Delete:
 			o := w.obj(res.name)
 			op.Obj = &o
 		}
@@ -166,8 +169,12 @@ func (c *client) randomList(ctx context.Context, res *resource, version string) 
 		c.list(ctx, res, version, s, "", "", limit)
 	case n < 6:
 		c.list(ctx, res, version, s, "0", "", limit)
-	case n < 8 && c.lastRev > 0:
+	case n < 7 && c.lastRev > 0:
 		c.list(ctx, res, version, s, strconv.FormatInt(c.lastRev, 10), "NotOlderThan", limit)
+	case n < 8 && c.lastRev > 0:
+		// A resourceVersion without a match: no older than it (a limit
+		// makes it an exact read, from etcd).
+		c.list(ctx, res, version, s, strconv.FormatInt(c.lastRev, 10), "", limit)
 	case c.lastRev > 0:
 		c.list(ctx, res, version, s, strconv.FormatInt(c.lastRev, 10), "Exact", limit)
 	default:
@@ -223,7 +230,7 @@ func (c *client) list(ctx context.Context, res *resource, version string, s chec
 			Items []wireObject `json:"items"`
 		}
 		if err := json.Unmarshal(a.body, &page); err != nil {
-			l.Code, l.Err = a.code, "undecodable list: "+shortErr(err)
+			l.Code, l.Err, l.Undecodable = 0, "undecodable list: "+shortErr(err), true
 			break
 		}
 		rev, _ := strconv.ParseInt(page.Metadata.ResourceVersion, 10, 64)
@@ -270,8 +277,11 @@ func (c *client) logicalWatch(ctx context.Context) {
 	w := check.Watch{ID: c.t.rc.nextID(), Client: c.id, Scope: c.randomScope(res)}
 	var from int64
 	switch n := c.rng.IntN(10); {
-	case n < 4:
+	case n < 3:
 		w.Mode, w.Consistent = check.WatchList, true
+	case n < 4 && c.lastRev > 0:
+		// A watch list no older than a revision this client saw.
+		w.Mode, from = check.WatchList, c.lastRev
 	case n < 8:
 		l := c.list(ctx, res, version, w.Scope, "", "", 0)
 		if l.Code != http.StatusOK {
@@ -328,6 +338,10 @@ func (c *client) watchOnce(ctx context.Context, w *check.Watch, res *resource, v
 	if initial {
 		kv = append(kv, "sendInitialEvents", "true", "resourceVersionMatch", "NotOlderThan")
 		conn.SendInitial = true
+		if from > 0 {
+			conn.RV = strconv.FormatInt(from, 10)
+			kv = append(kv, "resourceVersion", conn.RV)
+		}
 	} else {
 		conn.RV = strconv.FormatInt(from, 10)
 		kv = append(kv, "resourceVersion", conn.RV)
@@ -371,8 +385,8 @@ func (c *client) watchOnce(ctx context.Context, w *check.Watch, res *resource, v
 			return conn, last, false
 		}
 		var o wireObject
-		if err := json.Unmarshal(ev.Object, &o); err != nil {
-			conn.Err = "undecodable event: " + shortErr(err)
+		if err := json.Unmarshal(ev.Object, &o); err != nil || ev.Type == "" {
+			conn.Err, conn.Undecodable = fmt.Sprintf("undecodable event %q: %v", ev.Type, err), true
 			return conn, last, false
 		}
 		if ev.Type == "ERROR" {
@@ -389,9 +403,7 @@ func (c *client) watchOnce(ctx context.Context, w *check.Watch, res *resource, v
 			initial = false
 			last = max(last, e.Obj.Rev)
 			c.see(e.Obj.Rev)
-			if ev.Type != "BOOKMARK" {
-				c.t.rc.noteDelivered(w.ID, e.Obj.Rev)
-			}
+			c.t.rc.noteDelivered(w.ID, e.Obj.Rev)
 		}
 	}
 }

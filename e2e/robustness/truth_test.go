@@ -3,7 +3,6 @@ package robustness
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -83,49 +82,68 @@ func watchTruth(cli *clientv3.Client) (*truthWatcher, error) {
 			tw.truth.Initial = append(tw.truth.Initial, change(k, kv.Value, kv.ModRevision, false))
 		}
 	}
-	wch := cli.Watch(clientv3.WithRequireLeader(ctx), "/registry/", clientv3.WithPrefix(), clientv3.WithRev(tw.truth.Start+1), clientv3.WithProgressNotify())
-	go tw.follow(ctx, wch)
+	go tw.follow(ctx)
 	return tw, nil
 }
 
-func (tw *truthWatcher) follow(ctx context.Context, wch clientv3.WatchChan) {
+// follow records the changes until ctx ends; a watch that ends (a member
+// gone, no leader for a while) is opened again after the last revision
+// recorded.
+func (tw *truthWatcher) follow(ctx context.Context) {
 	defer close(tw.done)
+	for ctx.Err() == nil {
+		tw.mu.Lock()
+		from := tw.progress + 1
+		tw.mu.Unlock()
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		wch := tw.cli.Watch(wctx, "/registry/", clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithProgressNotify())
+		err := tw.drain(ctx, wch)
+		cancel()
+		if err != nil {
+			tw.mu.Lock()
+			tw.err = err
+			tw.mu.Unlock()
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// drain records what one etcd watch delivers until it ends: nil, or an
+// error the truth cannot recover from (etcd compacted what it had not
+// recorded yet).
+func (tw *truthWatcher) drain(ctx context.Context, wch clientv3.WatchChan) error {
 	for {
 		var resp clientv3.WatchResponse
 		var ok bool
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case resp, ok = <-wch:
 		}
+		if !ok {
+			return nil
+		}
+		if resp.CompactRevision > 0 {
+			return fmt.Errorf("the truth's etcd watch fell behind a compaction to %d", resp.CompactRevision)
+		}
+		if resp.Err() != nil {
+			return nil // opened again
+		}
 		tw.mu.Lock()
-		switch {
-		case !ok:
-			if ctx.Err() == nil {
-				tw.err = errors.New("the truth's etcd watch ended")
+		for _, ev := range resp.Events {
+			if k, ok := trafficKey(string(ev.Kv.Key)); ok {
+				tw.truth.Changes = append(tw.truth.Changes, change(k, ev.Kv.Value, ev.Kv.ModRevision, ev.Type == clientv3.EventTypeDelete))
 			}
-		case resp.Err() != nil:
-			// A lost leader or a member gone: clientv3 resumes from the
-			// last revision delivered on its own, unless compacted.
-			if resp.CompactRevision > 0 {
-				tw.err = fmt.Errorf("the truth's etcd watch fell behind a compaction to %d", resp.CompactRevision)
-			}
-		default:
-			for _, ev := range resp.Events {
-				if k, ok := trafficKey(string(ev.Kv.Key)); ok {
-					tw.truth.Changes = append(tw.truth.Changes, change(k, ev.Kv.Value, ev.Kv.ModRevision, ev.Type == clientv3.EventTypeDelete))
-				}
-				tw.progress = max(tw.progress, ev.Kv.ModRevision)
-			}
-			if resp.IsProgressNotify() {
-				tw.progress = max(tw.progress, resp.Header.Revision)
-			}
+			tw.progress = max(tw.progress, ev.Kv.ModRevision)
 		}
-		stop := tw.err != nil
+		if resp.IsProgressNotify() {
+			tw.progress = max(tw.progress, resp.Header.Revision)
+		}
 		tw.mu.Unlock()
-		if stop {
-			return
-		}
 	}
 }
 

@@ -218,6 +218,16 @@ func checkAcknowledged(h *History, t *Truth, _ *acks, rp *reporter) {
 		if op.Kind == Delete && (out == OK || out == Unknown) {
 			deletes[op.Key]++
 		}
+		if op.Undecodable {
+			rp.add(Acknowledged, "%s: a success whose body is not an object", op)
+		}
+		if op.WriteID != "" && out != OK {
+			// A write refused (or never sent) is not in etcd; one whose
+			// answer was lost is, if at all, where it was sent.
+			if c, ok := t.Written(op.WriteID); ok && (out != Unknown || c.Key != op.Key) {
+				rp.add(Acknowledged, "%s: etcd holds its write at %s revision %d", op, c.Key, c.Rev)
+			}
+		}
 		if out != OK {
 			continue
 		}

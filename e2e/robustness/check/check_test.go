@@ -259,6 +259,7 @@ func TestOutcome(t *testing.T) {
 		{http.StatusOK, "", check.OK},
 		{http.StatusCreated, "", check.OK},
 		{http.StatusNotFound, "NotFound", check.NotFound},
+		{http.StatusNotFound, "", check.Refused}, // the resource is not served
 		{http.StatusConflict, "AlreadyExists", check.AlreadyExists},
 		{http.StatusConflict, "Conflict", check.Conflict},
 		{http.StatusTooManyRequests, "TooManyRequests", check.Refused},
@@ -266,10 +267,16 @@ func TestOutcome(t *testing.T) {
 		{http.StatusInternalServerError, "InternalError", check.Unknown},
 		{http.StatusGatewayTimeout, "Timeout", check.Unknown},
 	} {
-		op := check.Op{Code: c.code, Reason: c.reason}
+		op := check.Op{Key: "widgets/ns/x", Code: c.code, Reason: c.reason}
+		if c.reason == "NotFound" {
+			op.Named = "x"
+		}
 		if got := op.Outcome(); got != c.want {
 			t.Errorf("%d %s: %s, want %s", c.code, c.reason, got, c.want)
 		}
+	}
+	if op := (check.Op{Code: 0, Unsent: true}); op.Outcome() != check.Refused {
+		t.Errorf("a request never sent: %s", op.Outcome())
 	}
 }
 

@@ -293,6 +293,28 @@ var doctorings = []doctoring{
 		c := &w.Conns[len(w.Conns)-1]
 		c.Code, c.Reason = http.StatusGone, "Expired"
 	}},
+	{"consistent list 410", check.Gone, nil, func(t *testing.T, s *sim) {
+		l := s.findList(t, func(l *check.List) bool { return l.RV == "" })
+		l.Code, l.Reason, l.FailedRV, l.Pages, l.Items = http.StatusGone, "Expired", 0, 0, nil
+	}},
+	{"watch list 410", check.Gone, nil, func(t *testing.T, s *sim) {
+		w := s.findWatch(t, func(w *check.Watch) bool { return w.Mode == check.WatchList && len(w.Conns[0].Events) > 0 })
+		w.Conns[0].Events, w.Conns[0].Code, w.Conns[0].Reason = nil, http.StatusGone, "Expired"
+		w.Conns = w.Conns[:1]
+	}},
+
+	// Answers that are not what they say.
+	{"a refused write in etcd", check.Acknowledged, []string{check.Linearizable}, func(t *testing.T, s *sim) {
+		op := s.findOp(t, func(op *check.Op) bool { return op.Kind == check.Update && op.Outcome() == check.OK })
+		op.Code, op.Reason, op.Obj = http.StatusConflict, "Conflict", nil
+	}},
+	{"a lost write in etcd under another key", check.Acknowledged, []string{check.Linearizable}, func(t *testing.T, s *sim) {
+		op := s.findOp(t, func(op *check.Op) bool { return op.Kind == check.Create && op.Outcome() == check.OK })
+		op.Code, op.Obj, op.Key = 0, nil, op.Key+"-elsewhere"
+	}},
+	{"an undecodable answer", check.Acknowledged, nil, func(t *testing.T, s *sim) {
+		s.findOp(t, func(op *check.Op) bool { return op.Kind == check.Get && op.Outcome() == check.OK }).Undecodable = true
+	}},
 }
 
 func TestDoctoredHistoryFails(t *testing.T) {

@@ -86,8 +86,17 @@ type Op struct {
 	Code    int    `json:"code"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"` // of a Status
-	Obj     *Obj   `json:"obj,omitempty"`
-	Err     string `json:"err,omitempty"`
+	// Named is the name a 404's Status details carry: a 404 says the
+	// object is absent only when it names it (not when the resource is
+	// not served).
+	Named string `json:"named,omitempty"`
+	Obj   *Obj   `json:"obj,omitempty"`
+	Err   string `json:"err,omitempty"`
+	// Unsent: the request never left the client (its connection was
+	// refused): it had no effect.
+	Unsent bool `json:"unsent,omitempty"`
+	// Undecodable: a success whose body is not an object.
+	Undecodable bool `json:"undecodable,omitempty"`
 }
 
 // Outcome is what an answer says happened.
@@ -109,13 +118,18 @@ const (
 
 // Outcome classifies the answer.
 func (o *Op) Outcome() Outcome {
+	_, _, name := SplitKey(o.Key)
 	switch {
+	case o.Unsent:
+		return Refused
 	case o.Code == 0 || o.Code >= 500:
 		return Unknown
 	case o.Code >= 200 && o.Code < 300:
 		return OK
-	case o.Code == http.StatusNotFound:
+	case o.Code == http.StatusNotFound && o.Named == name:
 		return NotFound
+	case o.Code == http.StatusNotFound:
+		return Refused // the resource, not the object, was not found
 	case o.Code == http.StatusConflict && o.Reason == "AlreadyExists":
 		return AlreadyExists
 	case o.Code == http.StatusConflict:
@@ -210,6 +224,8 @@ type List struct {
 	// FailedRV is the resourceVersion the failed page was read at (the
 	// continue token's), for a 410 on a later page.
 	FailedRV int64 `json:"failedRV,omitempty"`
+	// Undecodable: a page answered 200 is not a list.
+	Undecodable bool `json:"undecodable,omitempty"`
 }
 
 // Failed reports whether the list did not complete.
@@ -241,6 +257,8 @@ type Conn struct {
 	Code   int    `json:"code,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	Err    string `json:"err,omitempty"`
+	// Undecodable: the stream carried something that is not an event.
+	Undecodable bool `json:"undecodable,omitempty"`
 }
 
 // WatchMode is how a logical watch starts.

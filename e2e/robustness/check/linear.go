@@ -149,6 +149,11 @@ func checkLinearizable(h *History, t *Truth, o Options, rp *reporter) int {
 		case oc == Unknown && op.Kind == Get:
 			continue // a read without an answer says nothing
 		case oc == Unknown && op.Kind == Delete:
+			// A guarded delete applies only as the next change after the
+			// state it names: if etcd's is not a deletion, it did not.
+			if v, ok := t.After(op.Key, op.IfRev); !ok || !v.Deleted {
+				continue
+			}
 			out, ret = lOutput{Outcome: Unknown}, never
 		case oc == Unknown:
 			c, ok := t.Written(op.WriteID)

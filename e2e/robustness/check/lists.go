@@ -16,7 +16,15 @@ func checkLists(h *History, t *Truth, a *acks, rp *reporter) {
 	for i := range h.Lists {
 		l := &h.Lists[i]
 		what := fmt.Sprintf("list %d (client %d) of %s rv=%q match=%q limit=%d", l.ID, l.Client, l.Scope, l.RV, l.Match, l.Limit)
+		if l.Undecodable {
+			rp.add(Acknowledged, "%s: page %d is not a list (%s)", what, l.Pages+1, l.Err)
+		}
 		if l.Failed() {
+			if l.Code == http.StatusGone && l.Pages == 0 && (l.RV == "" || l.RV == "0") {
+				// No revision of the past was asked for.
+				rp.add(Gone, "%s: answered 410 (%s)", what, l.Reason)
+				continue
+			}
 			if l.Code == http.StatusGone && !t.Compacted(l.FailedRV, l.Return) {
 				rp.add(Gone, "%s: page %d answered 410 (%s) for revision %d, which etcd had not compacted", what, l.Pages+1, l.Reason, l.FailedRV)
 			}

@@ -325,6 +325,9 @@ func (s *sim) apply(op *check.Op, at int64, sameRev bool) bool {
 	}
 	fail := func(code int, reason string) bool {
 		op.Code, op.Reason = code, reason
+		if code == http.StatusNotFound {
+			_, _, op.Named = check.SplitKey(op.Key)
+		}
 		return false
 	}
 	written := simVersion{writeID: op.WriteID, group: op.Group}
@@ -370,6 +373,7 @@ func (s *sim) apply(op *check.Op, at int64, sameRev bool) bool {
 func (s *sim) read(op *check.Op, v simVersion, ok bool) {
 	if !ok {
 		op.Code, op.Reason = http.StatusNotFound, "NotFound"
+		_, _, op.Named = check.SplitKey(op.Key)
 		return
 	}
 	op.Code, op.Obj = http.StatusOK, &check.Obj{Key: op.Key, Rev: v.rev, WriteID: v.writeID, Group: v.group}

@@ -50,6 +50,9 @@ func checkWatch(w *Watch, t *Truth, a *acks, rp *reporter) {
 	seen := map[string]bool{}
 	for ci := range w.Conns {
 		c := &w.Conns[ci]
+		if c.Undecodable {
+			rp.add(Acknowledged, "%s: conn %d carried something that is not a watch event (%s)", what, ci, c.Err)
+		}
 		from := 0
 		if ci == 0 {
 			from = first
@@ -174,6 +177,10 @@ func checkInitial(w *Watch, t *Truth, a *acks, rp *reporter, what string) (int64
 		}
 	}
 	if end < 0 {
+		if c0.Code == http.StatusGone {
+			// No revision of the past was asked for.
+			rp.add(Gone, "%s: a watch list answered 410 (%s)", what, c0.Reason)
+		}
 		for _, e := range c0.Events {
 			if e.Type != "ADDED" {
 				rp.add(InitialEvents, "%s: a %s event at %d among the initial events", what, e.Type, e.Obj.Rev)
