@@ -98,6 +98,12 @@ type Config struct {
 	// CompactionInterval is how often old etcd revisions are compacted
 	// (default 5 minutes; negative disables).
 	CompactionInterval time.Duration
+	// VersionUsageWindow is how long who called an API version is
+	// remembered after their last request (default 30 days).
+	VersionUsageWindow time.Duration
+	// VersionUsageFlushInterval is how often a replica writes who called
+	// which version to the store, when it changed (default one minute).
+	VersionUsageFlushInterval time.Duration
 	// ShutdownTimeout bounds how long Close waits for requests in flight
 	// (default 60 seconds).
 	ShutdownTimeout time.Duration
@@ -287,6 +293,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.CompactionInterval == 0 {
 		cfg.CompactionInterval = 5 * time.Minute
+	}
+	if cfg.VersionUsageWindow <= 0 {
+		cfg.VersionUsageWindow = 30 * 24 * time.Hour
+	}
+	if cfg.VersionUsageFlushInterval <= 0 {
+		cfg.VersionUsageFlushInterval = time.Minute
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 60 * time.Second

@@ -13,6 +13,7 @@ import (
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/serviceaccount"
+	"github.com/crdserver/crdserver/internal/usage"
 )
 
 // buildHandler assembles the filter chain around the router. Filters run
@@ -124,10 +125,30 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info *req
 		res, ver = lookup()
 	}
 	if res == nil {
+		// A version of a CRD that is not served (any more): its clients
+		// are counted, they are the ones its removal broke.
+		if _, ok := s.registry.Index().CRDs[info.Resource+"."+info.Group]; ok && info.Group != "" {
+			s.recordUsage(r, info, true)
+		}
 		request.WriteError(w, r, request.NotFound())
 		return
 	}
+	s.recordUsage(r, info, false)
 	engine.Serve(w, r, info, res, ver)
+}
+
+// recordUsage counts a request to a resource's version by its user and
+// user agent; crdserver's own controllers are not counted.
+func (s *Server) recordUsage(r *http.Request, info *request.Info, notServed bool) {
+	if loopback.IsInternal(r.Context()) {
+		return
+	}
+	name := ""
+	if u, ok := auth.UserFrom(r.Context()); ok {
+		name = u.GetName()
+	}
+	s.usage.Recorder.Record(usage.Key{Group: info.Group, Version: info.Version, Resource: info.Resource, Verb: info.Verb,
+		User: name, UserAgent: r.UserAgent(), NotServed: notServed})
 }
 
 // authorizer is the server's authorization: system:masters, then the

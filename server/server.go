@@ -35,6 +35,7 @@ import (
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/serviceaccount"
 	"github.com/crdserver/crdserver/internal/store"
+	"github.com/crdserver/crdserver/internal/usage"
 )
 
 // Server is a running crdserver.
@@ -53,6 +54,10 @@ type Server struct {
 	authz       *auth.ConfiguredAuthorizer
 	tokens      *serviceaccount.Tokens
 	tls         *tlsSetup
+	// usage is who called which API version (see internal/usage);
+	// usageDone is closed once its writer stopped.
+	usage     *usage.Persister
+	usageDone chan struct{}
 
 	handler  http.Handler
 	engine   *resource.Handler
@@ -112,6 +117,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	// Who calls which version: this replica's counts go on from its
+	// record (its data folder names it).
+	replica, err := usage.ReplicaID(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s.usage = &usage.Persister{Store: s.store, Recorder: usage.NewRecorder(0, 0), Replica: replica,
+		Window: cfg.VersionUsageWindow, Interval: cfg.VersionUsageFlushInterval, Log: s.log}
+	if err := s.usage.Load(ctx); err != nil {
+		s.log.Warn("version usage: reading this replica's record failed", "err", err)
 	}
 	if cfg.AuditLogPath != "" {
 		s.audit, err = audit.Open(audit.Options{Path: cfg.AuditLogPath, PolicyFile: cfg.AuditPolicyFile,
@@ -248,6 +264,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 
 	go store.RunCompactor(runCtx, s.store, cfg.CompactionInterval, s.log)
+	s.usageDone = make(chan struct{})
+	go func() {
+		defer close(s.usageDone)
+		s.usage.Run(runCtx)
+	}()
 	if err := s.registry.Start(ctx); err != nil {
 		_ = s.http.Close()
 		return nil, fmt.Errorf("start registry: %w", err)
@@ -413,6 +434,14 @@ func (s *Server) stopBackground() {
 	}
 	if s.registry != nil {
 		s.registry.Stop()
+	}
+	if s.usageDone != nil {
+		<-s.usageDone
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.usage.Flush(ctx); err != nil {
+			s.log.Warn("version usage: writing this replica's record at shutdown failed", "err", err)
+		}
+		cancel()
 	}
 	if s.store != nil {
 		s.store.Close()
