@@ -39,7 +39,7 @@ func TestDiscovery(t *testing.T) {
 	for _, g := range groups {
 		names = append(names, g.Name)
 	}
-	if !slices.Equal(names, []string{"", "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "autoscaling", "batch", "networking.k8s.io", "policy", "rbac.authorization.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io", "flowcontrol.apiserver.k8s.io", "storagemigration.k8s.io", "conversion.crdserver.io", "stable.example.com"}) {
+	if !slices.Equal(names, []string{"", "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "autoscaling", "batch", "networking.k8s.io", "policy", "rbac.authorization.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io", "discovery.k8s.io", "flowcontrol.apiserver.k8s.io", "storagemigration.k8s.io", "conversion.crdserver.io", "crdserver.io", "stable.example.com"}) {
 		t.Fatalf("groups %v", names)
 	}
 	var found *metav1.APIResource
@@ -64,7 +64,7 @@ func TestDiscovery(t *testing.T) {
 		t.Fatalf("aggregated: %d %v", r.code, r.header)
 	}
 	var agg apidiscoveryv2.APIGroupDiscoveryList
-	if err := json.Unmarshal(r.body, &agg); err != nil || len(agg.Items) != 18 || agg.Items[17].Versions[0].Resources[0].Scope != apidiscoveryv2.ScopeNamespace {
+	if err := json.Unmarshal(r.body, &agg); err != nil || len(agg.Items) != 19 || agg.Items[18].Versions[0].Resources[0].Scope != apidiscoveryv2.ScopeNamespace {
 		t.Fatalf("aggregated body: %v %s", err, r.body)
 	}
 	if r2 := e.do("GET", "/apis", "", "Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", "If-None-Match", r.header.Get("ETag")); r2.code != http.StatusNotModified {

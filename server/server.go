@@ -22,7 +22,9 @@ import (
 	"github.com/crdserver/crdserver/internal/aggregator"
 	"github.com/crdserver/crdserver/internal/apis"
 	"github.com/crdserver/crdserver/internal/apis/apiextensions"
+	"github.com/crdserver/crdserver/internal/apis/conversionrules"
 	"github.com/crdserver/crdserver/internal/apis/core"
+	"github.com/crdserver/crdserver/internal/apis/versionreport"
 	"github.com/crdserver/crdserver/internal/audit"
 	"github.com/crdserver/crdserver/internal/auth"
 	"github.com/crdserver/crdserver/internal/auth/rbac"
@@ -156,7 +158,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.builtin = apis.New(newCache, s.policy, apis.Options{Store: s.store, EventTTL: cfg.EventTTL, Tokens: issuer,
 		Authenticator:          func() *auth.Authenticator { return s.authn },
 		ServiceClusterIPRanges: cfg.ServiceClusterIPRanges, ServiceNodePortRange: cfg.ServiceNodePortRange,
-		CRDChecks: &apis.CRDChecks{Enforce: cfg.EnforceCRDCompatibility, ExistingObjects: s.existingObjects}})
+		CRDChecks:      &apis.CRDChecks{Enforce: cfg.EnforceCRDCompatibility, ExistingObjects: s.existingObjects},
+		VersionReports: s.versionReportInputs})
 	s.tokens = issuer.WithObjects(s.builtin.TokenObjects(s.store))
 	if s.builtin.All, err = applyRuntimeConfig(s.builtin.All, cfg.RuntimeConfig); err != nil {
 		return nil, err
@@ -291,6 +294,41 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// versionReportInputs is what the server sees now for VersionReports
+// (internal/apis/versionreport): its Index, every replica's clients.
+func (s *Server) versionReportInputs(ctx context.Context) (versionreport.Inputs, error) {
+	// Every CRD change made before the request, whichever replica made
+	// it, as a consistent read sees it.
+	_ = s.registry.CatchUp(ctx)
+	ix := s.registry.Index()
+	clients, overflow, err := s.usage.Clients(ctx)
+	if err != nil {
+		return versionreport.Inputs{}, err
+	}
+	return versionreport.Inputs{
+		CRDs: ix.CRDs,
+		Objects: func(name string) *store.Cache {
+			crd := ix.CRDs[name]
+			if crd == nil {
+				return nil
+			}
+			for _, v := range crd.Spec.Versions {
+				if v.Storage {
+					if res, _ := ix.LookupStorage(crd.Spec.Group, v.Name, crd.Spec.Names.Plural); res != nil {
+						return res.Cache
+					}
+				}
+			}
+			return nil
+		},
+		Resources: ix.Resources,
+		Rules:     conversionrules.Get(s.builtin.ConversionRules.Cache),
+		Clients:   clients,
+		Overflow:  overflow,
+		Window:    s.cfg.VersionUsageWindow,
+	}, nil
 }
 
 // existingObjects are a CRD's stored objects in a version, for the

@@ -255,7 +255,7 @@ func ensureSelfSignedCert(certFile, keyFile, bindAddress string, serviceIPRanges
 // usage prints the flags as kube-apiserver's --help does: one
 // "--name type" line each, then what it does.
 func usage(fs *flag.FlagSet, w io.Writer) {
-	fmt.Fprintf(w, "Usage: crdserver [serve] [flags]\n       crdserver migrate|check-crd|check-conversion|conversion-webhook ...\n\ncrdserver serves the Kubernetes API of CustomResourceDefinitions and custom resources;\nit accepts kube-apiserver's flags listed here, with their meaning.\n\nFlags:\n")
+	fmt.Fprintf(w, "Usage: crdserver [serve] [flags]\n       crdserver migrate|check-crd|check-conversion|conversion-webhook|versions ...\n\ncrdserver serves the Kubernetes API of CustomResourceDefinitions and custom resources;\nit accepts kube-apiserver's flags listed here, with their meaning.\n\nFlags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
 		typ, text := flag.UnquoteUsage(f)
 		line := "      --" + f.Name

@@ -9,6 +9,8 @@
 //	                                            # changes that break a CRD's clients (exit 1 if any)
 //	go run ./cmd/crdserver conversion-webhook --rules rules.yaml
 //	                                            # declarative conversion rules as a conversion webhook
+//	go run ./cmd/crdserver versions crontabs.stable.example.com --check-remove v1beta1
+//	                                            # what removing a version would break (exit 1 if anything)
 package main
 
 import (
@@ -52,6 +54,8 @@ func run(args []string) error {
 			os.Exit(checkConversion(args[1:], os.Stdout, os.Stderr))
 		case "conversion-webhook":
 			return runConversionWebhook(args[1:], os.Stderr)
+		case "versions":
+			os.Exit(runVersions(args[1:], os.Stdout, os.Stderr))
 		case "serve":
 			args = args[1:]
 		}

@@ -31,8 +31,11 @@ import (
 //	ROBUSTNESS_RPS      requests per second of the traffic (default 300)
 //	ROBUSTNESS_TRAFFIC  seconds of traffic before and after the fault (default 4)
 //	ROBUSTNESS_RACE     1: crdserver built with the race detector
-//	ROBUSTNESS_OUT      where runs keep their histories (default: a temporary
-//	                    folder, removed for runs that pass unless ROBUSTNESS_KEEP=1)
+//	ROBUSTNESS_OUT      where the summary stays, and the history, truth, report
+//	                    and logs of a run that failed (default: a temporary folder,
+//	                    removed when every run passed)
+//	ROBUSTNESS_KEEP     1: keep every run's folder whole, data folders too (etcd's
+//	                    preallocated logs make that half a GiB a run)
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
 		return v
@@ -118,13 +121,12 @@ func TestRobustness(t *testing.T) {
 	readSources()
 	out := os.Getenv("ROBUSTNESS_OUT")
 	keep := os.Getenv("ROBUSTNESS_KEEP") == "1"
-	if out == "" {
+	temporary := out == ""
+	if temporary {
 		var err error
 		if out, err = os.MkdirTemp("", "crdserver-robustness-"); err != nil {
 			t.Fatal(err)
 		}
-	} else {
-		keep = true
 	}
 	var results []result
 	for i, p := range plan() {
@@ -132,11 +134,16 @@ func TestRobustness(t *testing.T) {
 		dir := filepath.Join(out, name)
 		t.Run(name, func(t *testing.T) {
 			res := runOnce(t, p, dir)
-			if !t.Failed() && !keep {
-				_ = os.RemoveAll(dir)
-			} else {
+			switch {
+			case keep:
+				res.Dir = dir
+			case t.Failed():
+				// The history, truth, report and logs; not the data.
+				removeData(dir)
 				res.Dir = dir
 				t.Logf("history, truth, report and logs kept in %s", dir)
+			default:
+				_ = os.RemoveAll(dir)
 			}
 			results = append(results, res)
 		})
@@ -146,8 +153,19 @@ func TestRobustness(t *testing.T) {
 	b, _ := json.MarshalIndent(results, "", "  ")
 	_ = writeFile(out, "results.json", b)
 	_ = writeFile(out, "summary.txt", []byte(summary))
-	if !keep && !t.Failed() {
+	if temporary && !keep && !t.Failed() {
 		_ = os.RemoveAll(out)
+	}
+}
+
+// removeData removes the data folders of a run's processes (etcd members'
+// and crdservers'), keeping its files.
+func removeData(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
 	}
 }
 

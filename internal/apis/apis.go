@@ -50,6 +50,7 @@ import (
 	policyapi "github.com/crdserver/crdserver/internal/apis/policy"
 	"github.com/crdserver/crdserver/internal/apis/rbac"
 	"github.com/crdserver/crdserver/internal/apis/storagemigration"
+	"github.com/crdserver/crdserver/internal/apis/versionreport"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/serviceaccount"
@@ -109,6 +110,9 @@ type Options struct {
 	// CRDChecks, when set, check CRD changes against the deprecation
 	// policy, existing objects and ConversionRules (nil: not checked).
 	CRDChecks *CRDChecks
+	// VersionReports, when set, is what crdserver.io VersionReports are
+	// made from (nil: they are not served).
+	VersionReports func(ctx context.Context) (versionreport.Inputs, error)
 }
 
 // CRDChecks are what CRD changes are checked with, besides the
@@ -187,6 +191,9 @@ func New(newCache func(prefix string) *store.Cache, policy *rbacpolicy.Store, o 
 	b.All = append(b.All, b.CRDs, b.Leases)
 	b.All = append(b.All, discovery.Resources(newCache)...)
 	b.All = append(b.All, b.FlowSchemas, b.PriorityLevels, b.Migrations, b.ConversionRules)
+	if o.VersionReports != nil {
+		b.All = append(b.All, versionreport.Resource(o.VersionReports))
+	}
 	return b
 }
 

@@ -18,8 +18,9 @@ import (
 )
 
 // Prefix is where replicas keep their records in the store, one key each
-// (not served as a resource).
-const Prefix = "/registry/crdserver.io/versionusage/"
+// (crdserver's bookkeeping: no resource is stored there, and no group
+// without a dot is a CRD's).
+const Prefix = "/registry/crdserver-versionusage/"
 
 // record is what one replica wrote: every client it counted within the
 // window, and the requests of clients beyond the bound.

@@ -55,6 +55,22 @@ func Resource(cache *store.Cache, o Options) *resource.Resource {
 	}
 }
 
+// Get returns what reads the ConversionRules of a CRD from cache (nil if
+// there are none, or they do not decode).
+func Get(cache *store.Cache) func(crd string) *v1alpha1.ConversionRules {
+	return func(crd string) *v1alpha1.ConversionRules {
+		it, _ := cache.Get(Prefix + crd)
+		if it == nil {
+			return nil
+		}
+		cr, err := Decode(it.Bytes())
+		if err != nil {
+			return nil
+		}
+		return cr
+	}
+}
+
 // Decode reads the rule set of a stored ConversionRules.
 func Decode(raw []byte) (*v1alpha1.ConversionRules, error) {
 	obj, err := resource.DecodeObject(raw)
