@@ -51,6 +51,7 @@ step "golangci-lint (version pinned in tools/go.mod)"
 if [ "$mode" = quick ]; then
   step "unit tests"
   go test -count=1 $(go list ./... | grep -v -e /integration -e /bench/)
+  (cd e2e && go test -count=1 ./robustness/check/)
   step "quick checks passed"
   exit 0
 fi
@@ -76,6 +77,10 @@ for target in \
 done
 
 step "end-to-end tests (built binary, kubectl, client-go, controller-runtime)"
-(cd e2e && go test -count=1 -timeout 30m ./...)
+(cd e2e && go test -count=1 -timeout 30m $(go list ./... | grep -v '/robustness$'))
+
+# Alone, after the others: its faults and traffic take the machine.
+step "robustness: traffic under one fault per run, every history checked against etcd's (3 runs; e2e/robustness/run.sh for long runs)"
+(cd e2e && go test -count=1 -timeout 15m -run '^TestRobustness$' ./robustness/)
 
 step "all tests passed"
