@@ -109,6 +109,8 @@ func run(args []string) error {
 		encryption    = fs.String("encryption-provider-config", "", "Kubernetes EncryptionConfiguration file: the resources it names (Secrets, usually) are encrypted in etcd")
 		saSigningKey  = fs.String("service-account-signing-key-file", "", "private key (PEM, RSA or ECDSA) ServiceAccount tokens are signed with; default one crdserver makes in <data-dir>/pki/sa.key (give every replica the same one)")
 		saMaxExpiry   = fs.Duration("service-account-max-token-expiration", 0, "longest a requested ServiceAccount token may live (0: no bound)")
+		usageWindow   = fs.Duration("version-usage-window", 30*24*time.Hour, "how long who called an API version is remembered after their last request (crdserver versions, VersionReports)")
+		usageFlush    = fs.Duration("version-usage-flush-interval", time.Minute, "how often each replica writes who called which API version to etcd, when it changed")
 		recheck       = fs.Duration("conversion-webhook-recheck-interval", 10*time.Second, "how long a conversion webhook's answer for an unchanged object is served again before the next read of it asks the webhook anew (0: every read asks)")
 		saKeyFiles    = listFlag{}
 		saIssuers     = listFlag{}
@@ -193,26 +195,28 @@ func run(args []string) error {
 	}
 
 	cfg := server.Config{
-		DataDir:            *dataDir,
-		BindAddress:        *bind,
-		Port:               *port,
-		EtcdCAFile:         *etcdCA,
-		EtcdCertFile:       *etcdCert,
-		EtcdKeyFile:        *etcdKey,
-		CompactionInterval: *compaction,
-		ShutdownTimeout:    *shutdown,
-		MinRequestTimeout:  *minReqTimout,
-		Conversion:         server.ConversionOptions{ServiceAddresses: services, RecheckInterval: *recheck},
-		AuditLogPath:       *auditLog,
-		AuditPolicyFile:    *auditPolicy,
-		AuditLogMaxSizeMB:  *auditMaxSize,
-		AuditLogMaxBackups: *auditBackups,
-		AuditLogMaxAgeDays: *auditMaxAge,
-		Logger:             log,
-		Insecure:           *insecure,
-		TLSCertFile:        *tlsCert,
-		TLSKeyFile:         *tlsKey,
-		ClientCAFile:       *clientCA,
+		DataDir:                   *dataDir,
+		BindAddress:               *bind,
+		Port:                      *port,
+		EtcdCAFile:                *etcdCA,
+		EtcdCertFile:              *etcdCert,
+		EtcdKeyFile:               *etcdKey,
+		CompactionInterval:        *compaction,
+		ShutdownTimeout:           *shutdown,
+		VersionUsageWindow:        *usageWindow,
+		VersionUsageFlushInterval: *usageFlush,
+		MinRequestTimeout:         *minReqTimout,
+		Conversion:                server.ConversionOptions{ServiceAddresses: services, RecheckInterval: *recheck},
+		AuditLogPath:              *auditLog,
+		AuditPolicyFile:           *auditPolicy,
+		AuditLogMaxSizeMB:         *auditMaxSize,
+		AuditLogMaxBackups:        *auditBackups,
+		AuditLogMaxAgeDays:        *auditMaxAge,
+		Logger:                    log,
+		Insecure:                  *insecure,
+		TLSCertFile:               *tlsCert,
+		TLSKeyFile:                *tlsKey,
+		ClientCAFile:              *clientCA,
 		RequestHeader: server.RequestHeaderConfig{ClientCAFile: *proxyCA, AllowedNames: proxyNames, UsernameHeaders: proxyUser,
 			UIDHeaders: proxyUID, GroupHeaders: proxyGroup, ExtraHeaderPrefixes: proxyExtra},
 		CACertFile:                  *caCert,
