@@ -344,11 +344,11 @@ func blockers(crd *apiextensionsv1.CustomResourceDefinition, r VersionReport) []
 		if st.ClientsOverflow > 0 {
 			who = append(who, fmt.Sprintf("%d requests of more clients", st.ClientsOverflow))
 		}
-		add(ReasonClients, fmt.Sprintf("move these clients to %s, then wait for the window (%s) to pass, or retire with --ignore-client", storage, st.Window),
+		add(ReasonClients, fmt.Sprintf("move these clients to %s, then wait for the window (%s) to pass", storage, st.Window),
 			"%d clients called %s within %s: %s", len(st.Clients), v, st.Window, strings.Join(who, "; "))
 	}
 	if st.Objects > 0 {
-		add(ReasonStoredObjects, fmt.Sprintf("migrate them to %s (crdserver versions --retire, or a StorageVersionMigration)", storage),
+		add(ReasonStoredObjects, fmt.Sprintf("migrate them to %s (crdserver migrate %s, or a StorageVersionMigration)", storage, crd.Name),
 			"%d objects are stored in %s: %s", st.Objects, v, strings.Join(st.ObjectNames, ", "))
 	}
 	if mf := st.References.ManagedFields; len(mf) > 0 {
@@ -356,7 +356,7 @@ func blockers(crd *apiextensionsv1.CustomResourceDefinition, r VersionReport) []
 		for _, m := range mf {
 			parts = append(parts, fmt.Sprintf("%s on %d objects", m.Manager, m.Objects))
 		}
-		add(ReasonManagedFields, fmt.Sprintf("rewrite those entries' apiVersion to %s (crdserver versions --retire does): a later server-side apply would fail to convert them", storage),
+		add(ReasonManagedFields, fmt.Sprintf("rewrite those entries' apiVersion to %s (a patch of metadata.managedFields): a later server-side apply would fail to convert them", storage),
 			"managedFields entries at %s: %s", v, strings.Join(parts, ", "))
 	}
 	if or := st.References.OwnerReferences; len(or) > 0 {
@@ -364,7 +364,7 @@ func blockers(crd *apiextensionsv1.CustomResourceDefinition, r VersionReport) []
 		for _, o := range or {
 			parts = append(parts, fmt.Sprintf("%d %s (%s)", o.Objects, o.Resource, strings.Join(o.Names, ", ")))
 		}
-		add(ReasonOwnerReferences, fmt.Sprintf("rewrite those ownerReferences' apiVersion to %s (crdserver versions --retire does): the garbage collector would not find the owner", storage),
+		add(ReasonOwnerReferences, fmt.Sprintf("rewrite those ownerReferences' apiVersion to %s: the garbage collector would not find the owner", storage),
 			"ownerReferences name %s/%s: %s", r.Spec.Group, v, strings.Join(parts, ", "))
 	}
 	for _, a := range st.References.Admission {
@@ -380,7 +380,7 @@ func blockers(crd *apiextensionsv1.CustomResourceDefinition, r VersionReport) []
 			"ConversionRules %s convert %s", st.References.ConversionRules, v)
 	}
 	if st.InStoredVersions {
-		add(ReasonStoredVersions, "once nothing is stored in it, drop it from status.storedVersions (crdserver versions --retire does)",
+		add(ReasonStoredVersions, "once nothing is stored in it, drop it from status.storedVersions (crdserver migrate does once it migrated)",
 			"status.storedVersions lists %s: Kubernetes refuses to remove it from spec.versions", v)
 	}
 	return out
