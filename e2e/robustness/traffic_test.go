@@ -36,7 +36,10 @@ type client struct {
 	rng     *rand.Rand
 	known   map[string]int64 // key → the resourceVersion last seen
 	lastRev int64            // the newest resourceVersion this client saw
-	seq     int
+	// seen are resourceVersions this client saw, oldest first (a few
+	// seconds' worth), for reads at a revision of the past.
+	seen []int64
+	seq  int
 }
 
 func (t *traffic) newClient(id int) *client {
@@ -81,7 +84,22 @@ func (c *client) run(ctx context.Context) {
 }
 
 func (c *client) see(rev int64) {
+	if rev > c.lastRev {
+		c.seen = append(c.seen, rev)
+		if len(c.seen) > 200 {
+			c.seen = append(c.seen[:0], c.seen[100:]...)
+		}
+	}
 	c.lastRev = max(c.lastRev, rev)
+}
+
+// pastRev is a resourceVersion this client saw: the newest, or one of a
+// few seconds ago (which a compaction may have removed).
+func (c *client) pastRev() int64 {
+	if len(c.seen) == 0 || c.rng.IntN(2) == 0 {
+		return c.lastRev
+	}
+	return c.seen[c.rng.IntN(len(c.seen))]
 }
 
 // op makes one request on one object. An update or a delete needs the
@@ -176,7 +194,7 @@ func (c *client) randomList(ctx context.Context, res *resource, version string) 
 		// makes it an exact read, from etcd).
 		c.list(ctx, res, version, s, strconv.FormatInt(c.lastRev, 10), "", limit)
 	case c.lastRev > 0:
-		c.list(ctx, res, version, s, strconv.FormatInt(c.lastRev, 10), "Exact", limit)
+		c.list(ctx, res, version, s, strconv.FormatInt(c.pastRev(), 10), "Exact", limit)
 	default:
 		c.list(ctx, res, version, s, "", "", limit)
 	}
