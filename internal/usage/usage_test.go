@@ -174,3 +174,21 @@ func TestReplicaID(t *testing.T) {
 		t.Fatal("two data folders share a replica id")
 	}
 }
+
+// BenchmarkRecord is a known client's request: what every request pays.
+func BenchmarkRecord(b *testing.B) {
+	r := NewRecorder(0, 0)
+	keys := make([]Key, 64)
+	for i := range keys {
+		keys[i] = key(fmt.Sprintf("system:serviceaccount:ns:controller-%d", i), "v1")
+		r.Record(keys[i])
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			r.Record(keys[i%len(keys)])
+			i++
+		}
+	})
+}
