@@ -373,17 +373,18 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, 
 // mod revision is expected. When a try got no answer and a later one finds
 // the guard failed, done says from the key's state (nil: absent) whether
 // it is what the unanswered try stored; if not, the outcome is unknown
-// (ErrUnknownOutcome).
+// (ErrUnknownOutcome). A try refused before it was proposed (unapplied)
+// leaves the answer of the next one as it is.
 func (s *Store) guarded(ctx context.Context, key string, expected int64, op clientv3.Op, done func(cur *mvccpb.KeyValue) bool) (int64, *KV, error) {
-	tries := 0
+	lost := false // a try got no answer: it may have been applied
 	var resp *clientv3.TxnResponse
 	err := s.attempts(ctx, func(ctx context.Context) (err error) {
-		tries++
 		resp, err = s.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
 			Then(op).
 			Else(clientv3.OpGet(key)).
 			Commit()
+		lost = lost || err != nil && !unapplied(err)
 		return err
 	})
 	if err != nil {
@@ -395,7 +396,7 @@ func (s *Store) guarded(ctx context.Context, key string, expected int64, op clie
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			raw = kvs[0]
 		}
-		if tries > 1 {
+		if lost {
 			// An earlier try got no answer. What is stored may be its
 			// value: it was applied. Otherwise it may have been applied
 			// and the key changed since by another write, or not have

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/crdserver/crdserver/internal/jsonraw"
@@ -829,6 +830,7 @@ func TestGetNewestSeesEveryEarlierWrite(t *testing.T) {
 type lossyKV struct {
 	clientv3.KV
 	lose      int // how many answers to lose
+	refuse    int // how many tries to refuse unapplied (no leader)
 	meanwhile func()
 }
 
@@ -846,6 +848,10 @@ func (t *lossyTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(op
 func (t *lossyTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
 
 func (t *lossyTxn) Commit() (*clientv3.TxnResponse, error) {
+	if t.kv.refuse > 0 {
+		t.kv.refuse--
+		return nil, rpctypes.ErrNoLeader
+	}
 	resp, err := t.Txn.Commit()
 	if err != nil || t.kv.lose == 0 {
 		return resp, err
@@ -919,6 +925,12 @@ func TestGuardedWritesWithLostAnswer(t *testing.T) {
 	}}
 	if _, _, err := s.Update(ctx, "/lost/u", []byte(`{"v":2}`), rev1, WriteOptions{}); !errors.Is(err, ErrUnknownOutcome) {
 		t.Fatalf("an update overwritten after its lost answer: %v", err)
+	}
+	// A try refused before etcd proposed it says nothing of the next:
+	// a stale revision is a conflict.
+	s.cli.KV = &lossyKV{KV: real, refuse: 1}
+	if _, _, err := s.Update(ctx, "/lost/u", []byte(`{"v":3}`), rev, WriteOptions{}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("an update refused once, then stale: %v", err)
 	}
 	// A delete applied, answer lost: nothing tells it from another's.
 	kv, _, _ := s.Get(ctx, "/lost/u", 0)
