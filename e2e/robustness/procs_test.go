@@ -149,6 +149,19 @@ func freePort() (int, error) {
 	return 0, fmt.Errorf("no free loopback port found")
 }
 
+// freeURLs are an etcd member's client and peer URLs on free ports.
+func freeURLs() (client, peer string, err error) {
+	cp, err := freePort()
+	if err != nil {
+		return "", "", err
+	}
+	pp, err := freePort()
+	if err != nil {
+		return "", "", err
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", cp), fmt.Sprintf("http://127.0.0.1:%d", pp), nil
+}
+
 var (
 	portsMu   sync.Mutex
 	portsUsed = map[int]bool{}
@@ -171,15 +184,11 @@ func startEtcd(dir string, n int) (*etcdCluster, error) {
 	type urls struct{ client, peer string }
 	var us []urls
 	for i := range n {
-		cp, err := freePort()
+		client, peer, err := freeURLs()
 		if err != nil {
 			return nil, err
 		}
-		pp, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		u := urls{fmt.Sprintf("http://127.0.0.1:%d", cp), fmt.Sprintf("http://127.0.0.1:%d", pp)}
+		u := urls{client, peer}
 		us = append(us, u)
 		peers = append(peers, fmt.Sprintf("m%d=%s", i, u.peer))
 	}

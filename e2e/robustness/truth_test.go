@@ -186,20 +186,15 @@ func (tw *truthWatcher) finish(ctx context.Context) (*check.Truth, error) {
 // stopped: an etcd process on its data folder, watched from the first
 // revision (the run never compacts it).
 func embeddedTruth(ctx context.Context, dataDir, outDir string) (*check.Truth, error) {
-	cp, err := freePort()
+	client, peer, err := freeURLs()
 	if err != nil {
 		return nil, err
 	}
-	pp, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	client := fmt.Sprintf("http://127.0.0.1:%d", cp)
 	m := &proc{name: "etcd-embedded", log: &logBuffer{}}
 	m.args = func() []string {
 		return []string{"--name", "crdserver", "--data-dir", filepath.Join(dataDir, "etcd"),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
-			"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", pp), "--log-level", "warn"}
+			"--listen-peer-urls", peer, "--log-level", "warn"}
 	}
 	if err := m.start(etcdBin); err != nil {
 		return nil, err
