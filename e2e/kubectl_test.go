@@ -233,6 +233,20 @@ func TestKubectlCronTabs(t *testing.T) {
 		}
 	})
 
+	t.Run("get versionreports", func(t *testing.T) {
+		// crdserver's own API: what removing each version of a CRD would
+		// break, with its columns.
+		out := k.run(t, "get", "versionreports", "-l", "crdserver.io/crd="+crdName)
+		if header := tableHeader(t, out); header != "NAME SERVED STORAGE DEPRECATED OBJECTS CLIENTS REFERENCES REMOVABLE BLOCKERS" {
+			t.Errorf("get versionreports: header %q; output:\n%s", header, out)
+		}
+		row := tableRow(t, out, "v1."+crdName)
+		if len(row) != 9 || !slices.Equal(row[1:4], []string{"true", "true", "false"}) || row[4] == "0" || row[5] == "0" || row[7] != "false" ||
+			!strings.HasPrefix(row[8], "StorageVersion,") {
+			t.Errorf("get versionreports: row %q, want v1 served, storage, objects stored, clients, not removable (StorageVersion,...); output:\n%s", row, out)
+		}
+	})
+
 	t.Run("delete", func(t *testing.T) {
 		out := k.run(t, "delete", "crontab", "second-cron")
 		mustContain(t, out, `crontab.stable.example.com "second-cron" deleted`)
