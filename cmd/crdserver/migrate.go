@@ -11,14 +11,9 @@ import (
 	"strings"
 	"time"
 
-	svmv1 "k8s.io/api/storagemigration/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/crdserver/crdserver/internal/retire"
 )
 
 // runMigrate starts a storage-version migration of one resource on a
@@ -53,64 +48,13 @@ func runMigrate(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	client, err := dynamic.NewForConfig(cfg)
+	client, err := retire.NewClient(cfg)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	svms := client.Resource(svmv1.SchemeGroupVersion.WithResource("storageversionmigrations"))
-	m := &svmv1.StorageVersionMigration{
-		TypeMeta:   metav1.TypeMeta{APIVersion: svmv1.SchemeGroupVersion.String(), Kind: "StorageVersionMigration"},
-		ObjectMeta: metav1.ObjectMeta{GenerateName: target + "-"},
-		Spec:       svmv1.StorageVersionMigrationSpec{Resource: metav1.GroupResource{Group: group, Resource: plural}},
-	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)
-	if err != nil {
-		return err
-	}
-	created, err := svms.Create(ctx, &unstructured.Unstructured{Object: u}, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	name := created.GetName()
-	fmt.Fprintf(out, "storageversionmigration.storagemigration.k8s.io/%s created\n", name)
-	w, err := svms.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: created.GetResourceVersion()})
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	last := ""
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("migration %s did not end within %v", name, *timeout)
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return fmt.Errorf("the watch of migration %s ended", name)
-			}
-			obj, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			var got svmv1.StorageVersionMigration
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &got); err != nil {
-				return err
-			}
-			conds := got.Status.Conditions
-			if c := meta.FindStatusCondition(conds, string(svmv1.MigrationFailed)); c != nil && c.Status == metav1.ConditionTrue {
-				return fmt.Errorf("migration %s failed: %s", name, c.Message)
-			}
-			if c := meta.FindStatusCondition(conds, string(svmv1.MigrationSucceeded)); c != nil && c.Status == metav1.ConditionTrue {
-				fmt.Fprintf(out, "succeeded: %s\n", c.Message)
-				return nil
-			}
-			if c := meta.FindStatusCondition(conds, string(svmv1.MigrationRunning)); c != nil && c.Message != last {
-				last = c.Message
-				fmt.Fprintf(out, "running: %s\n", c.Message)
-			}
-		}
-	}
+	return client.Migrate(ctx, group, plural, out)
 }
 
 func defaultKubeconfig() string {

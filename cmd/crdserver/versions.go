@@ -3,20 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/crdserver/crdserver/internal/apis/versionreport"
+	"github.com/crdserver/crdserver/internal/retire"
 )
 
 // runVersions answers `crdserver versions`: for every version of every CRD
@@ -35,13 +34,28 @@ the storage version, deprecated; how many objects are stored in it; which
 clients called it within the window (every replica's requests); what refers
 to it (managedFields entries, ownerReferences, admission webhooks and
 policies, ConversionRules, status.storedVersions); and whether removing it
-breaks nothing.`)
+breaks nothing.
+
+With --retire VERSION it walks the version's retirement and stops at the
+first step that is not safe: refuse while clients called it within the
+window (but those --ignore-client names) or while a webhook or policy would
+stop matching; migrate the objects stored in it; rewrite the managedFields
+entries and ownerReferences that name it to the storage version; drop it
+from status.storedVersions; set served: false; and, with --remove, delete
+it from spec.versions once no request reached it for --grace. Each step
+skips what is done already: run it again to resume.`)
 		fs.PrintDefaults()
 	}
 	kubeconfig := fs.String("kubeconfig", defaultKubeconfig(), "kubeconfig of the server")
 	output := fs.String("o", "table", "output: table, json or yaml")
 	checkRemove := fs.String("check-remove", "", "exit 0 only when removing this version of the CRD breaks nothing; otherwise list each blocker with what fixes it")
-	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the server")
+	retireV := fs.String("retire", "", "walk the retirement of this version of the CRD (see above)")
+	dryRun := fs.Bool("dry-run", false, "with --retire: say what each step would do, change nothing")
+	var ignore stringList
+	fs.Var(&ignore, "ignore-client", "with --retire: a user, or the start of a user agent, whose calls do not hold the retirement back (repeatable)")
+	remove := fs.Bool("remove", false, "with --retire: delete the version from spec.versions once no request reached it for --grace")
+	grace := fs.Duration("grace", 24*time.Hour, "with --remove: how long no request may have reached the version before it is deleted")
+	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the server (with --retire: for the whole walk; 1h if not set)")
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -64,6 +78,20 @@ breaks nothing.`)
 	if *checkRemove != "" && len(positional) == 0 {
 		return usageErr("--check-remove needs the CRD")
 	}
+	if (*retireV != "" || *dryRun || *remove || len(ignore) > 0) && len(positional) == 0 {
+		return usageErr("--retire needs the CRD")
+	}
+	if (*dryRun || *remove || len(ignore) > 0) && *retireV == "" {
+		return usageErr("--dry-run, --remove and --ignore-client go with --retire")
+	}
+	if *retireV != "" && *checkRemove != "" {
+		return usageErr("--retire or --check-remove, not both")
+	}
+	timeoutSet := false
+	fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
+	if *retireV != "" && !timeoutSet {
+		*timeout = time.Hour
+	}
 	if *output != "table" && *output != "json" && *output != "yaml" {
 		return usageErr("-o is table, json or yaml")
 	}
@@ -73,7 +101,30 @@ breaks nothing.`)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	reports, err := fetchReports(ctx, *kubeconfig, crd)
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		fmt.Fprintln(errOut, "crdserver versions:", err)
+		return 1
+	}
+	client, err := retire.NewClient(cfg)
+	if err != nil {
+		fmt.Fprintln(errOut, "crdserver versions:", err)
+		return 1
+	}
+	if *retireV != "" {
+		err := client.Retire(ctx, retire.Options{CRD: crd, Version: *retireV, DryRun: *dryRun, IgnoreClients: ignore, Remove: *remove, Grace: *grace, Out: out})
+		var stopped *retire.Stopped
+		if errors.As(err, &stopped) {
+			fmt.Fprintf(out, "%-16s STOPPED: %s\n  fix: %s\n", stopped.Step+":", stopped.Message, stopped.Fix)
+			return 1
+		}
+		if err != nil {
+			fmt.Fprintln(errOut, "crdserver versions:", err)
+			return 1
+		}
+		return 0
+	}
+	reports, err := client.Reports(ctx, crd)
 	if err != nil {
 		fmt.Fprintln(errOut, "crdserver versions:", err)
 		return 1
@@ -86,49 +137,6 @@ breaks nothing.`)
 		return checkRemoval(out, errOut, reports, crd, *checkRemove, *output)
 	}
 	return printReports(out, errOut, reports, *output)
-}
-
-// fetchReports reads the VersionReports of one CRD, or of all.
-func fetchReports(ctx context.Context, kubeconfig, crd string) ([]versionreport.VersionReport, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	path := "/apis/" + versionreport.Group + "/" + versionreport.Version + "/" + versionreport.Plural
-	if crd != "" {
-		path += "?labelSelector=" + url.QueryEscape(versionreport.CRDLabel+"="+crd)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var st struct{ Message string }
-		_ = json.Unmarshal(body, &st)
-		if st.Message == "" {
-			st.Message = strings.TrimSpace(string(body))
-		}
-		return nil, fmt.Errorf("%s: %s", resp.Status, st.Message)
-	}
-	var list versionreport.VersionReportList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("the server's VersionReports: %w", err)
-	}
-	return list.Items, nil
 }
 
 func printReports(out, errOut io.Writer, reports []versionreport.VersionReport, output string) int {
@@ -167,6 +175,16 @@ func printReports(out, errOut io.Writer, reports []versionreport.VersionReport, 
 		return 1
 	}
 	return 0
+}
+
+// stringList is a flag given any number of times.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }
 
 // checkRemoval says whether removing version from the CRD breaks nothing:
