@@ -45,7 +45,7 @@ type Persister struct {
 	Interval time.Duration
 	Log      *slog.Logger
 
-	written int64 // the sum of the counts last written
+	written digest // of the counts last written
 	rev     int64 // the record's revision, 0 before it exists
 }
 
@@ -87,7 +87,7 @@ func (p *Persister) Load(ctx context.Context) error {
 	}
 	p.Recorder.mu.Unlock()
 	entries, _ := p.Recorder.Snapshot()
-	p.written = total(entries)
+	p.written = digestOf(entries)
 	return nil
 }
 
@@ -113,7 +113,7 @@ func (p *Persister) Run(ctx context.Context) {
 func (p *Persister) Flush(ctx context.Context) error {
 	p.Recorder.Forget(p.now() - int64(p.Window/time.Second))
 	entries, over := p.Recorder.Snapshot()
-	sum := total(entries)
+	sum := digestOf(entries)
 	if sum == p.written && p.rev != 0 {
 		return nil
 	}
@@ -183,12 +183,18 @@ func (p *Persister) Clients(ctx context.Context) ([]Entry, map[string]int64, err
 	return out, over, nil
 }
 
-func total(es []Entry) int64 {
-	var n int64
+// digest tells whether the counts changed: their sum alone would miss
+// clients forgotten while as many requests came, and a last time written
+// before its request's count.
+type digest struct{ entries, count, last int64 }
+
+func digestOf(es []Entry) digest {
+	d := digest{entries: int64(len(es))}
 	for _, e := range es {
-		n += e.Count
+		d.count += e.Count
+		d.last += e.Last
 	}
-	return n
+	return d
 }
 
 // ReplicaID returns the name of the replica whose data folder is dir: made

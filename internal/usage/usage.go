@@ -80,6 +80,8 @@ type shard struct {
 type counter struct {
 	count       atomic.Int64
 	first, last atomic.Int64
+	// gone: Forget dropped the counter from its shard.
+	gone atomic.Bool
 }
 
 // NewRecorder returns a recorder with the given bounds (0: the defaults).
@@ -111,18 +113,27 @@ func (r *Recorder) shard(k *Key) *shard {
 // Record counts one request.
 func (r *Recorder) Record(k Key) {
 	s := r.shard(&k)
-	s.mu.RLock()
-	c := s.m[k]
-	s.mu.RUnlock()
 	now := r.now()
-	if c == nil {
-		if c = r.add(s, k, now); c == nil {
+	for {
+		s.mu.RLock()
+		c := s.m[k]
+		s.mu.RUnlock()
+		if c == nil {
+			if c = r.add(s, k, now); c == nil {
+				return
+			}
+		}
+		// The time before the count: a snapshot never shows a request
+		// without its time, and Forget does not drop a counter whose
+		// request it saw the time of.
+		for l := c.last.Load(); l < now && !c.last.CompareAndSwap(l, now); l = c.last.Load() {
+		}
+		c.count.Add(1)
+		if !c.gone.Load() {
 			return
 		}
-	}
-	c.count.Add(1)
-	if c.last.Load() < now {
-		c.last.Store(now)
+		// Forgotten between the lookup and the count: counted again, in
+		// the client's new counter.
 	}
 }
 
@@ -161,6 +172,7 @@ func (r *Recorder) add(s *shard, k Key, now int64) *counter {
 		}
 		c = &counter{}
 		c.first.Store(now)
+		c.last.Store(now)
 		s.m[k] = c
 		r.clients[gv]++
 	}
@@ -221,6 +233,7 @@ func (r *Recorder) Forget(since int64) {
 		s.mu.Lock()
 		for k, c := range s.m {
 			if c.last.Load() < since {
+				c.gone.Store(true)
 				delete(s.m, k)
 				r.clients[k.Group+"/"+k.Version]--
 			}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,8 +84,8 @@ func TestRecorderConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	got, _ := r.Snapshot()
-	if total(got) != 8000 || len(got) != 10 {
-		t.Fatalf("%d requests of %d clients", total(got), len(got))
+	if digestOf(got).count != 8000 || len(got) != 10 {
+		t.Fatalf("%d requests of %d clients", digestOf(got).count, len(got))
 	}
 }
 
@@ -191,4 +194,70 @@ func BenchmarkRecord(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// TestMemoryPerKnownClient states what a known client costs: the heap a
+// Recorder holds per (resource, verb, user, user agent) it counts, with
+// names as long as a ServiceAccount's and a client-go user agent.
+func TestMemoryPerKnownClient(t *testing.T) {
+	const n = 5000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r := NewRecorder(0, 0)
+	for i := range n {
+		// The strings are made here, as a request's are: they are part of
+		// what a client costs.
+		r.Record(Key{Group: "apps.example.com", Version: fmt.Sprintf("v%d", i/DefaultMaxClients), Resource: "widgets", Verb: "list",
+			User: fmt.Sprintf("system:serviceaccount:team-%d:controller", i), UserAgent: strings.Clone("manager/v0.0.0 (linux/amd64) kubernetes/$Format")})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	entries, _ := r.Snapshot()
+	if len(entries) != n {
+		t.Fatalf("%d clients counted, want %d", len(entries), n)
+	}
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("a known client holds %.0f bytes of heap (%d clients)", per, n)
+	// The key's strings are about 110 bytes; the counter, its map slot
+	// and the key's headers a few hundred more. More than a KiB is a
+	// regression of what the README states.
+	if per > 1024 {
+		t.Errorf("a known client holds %.0f bytes, more than 1 KiB", per)
+	}
+	runtime.KeepAlive(r)
+}
+
+// TestForgetDoesNotLoseACountedRequest: a request is never lost to a
+// Forget of the clients idle before its time, even when the client's
+// older counter is dropped while the request is being counted.
+func TestForgetDoesNotLoseACountedRequest(t *testing.T) {
+	r := NewRecorder(0, 0)
+	var clock atomic.Int64
+	clock.Store(1000)
+	r.now = clock.Load
+	k := key("idle", "v1")
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				r.Forget(clock.Load())
+			}
+		}
+	}()
+	defer close(done)
+	for i := range int64(20000) {
+		now := 1000 + i
+		clock.Store(now)
+		r.Record(k)
+		// Forget drops only what was last seen before the clock: this
+		// request stays.
+		entries, _ := r.Snapshot()
+		if len(entries) != 1 || entries[0].Last != now || entries[0].Count < 1 {
+			t.Fatalf("after the request at %d: %+v", now, entries)
+		}
+	}
 }
