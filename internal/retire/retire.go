@@ -404,13 +404,18 @@ func (w *walk) stopServing(ctx context.Context) error {
 		}
 		return false
 	})
+	return w.outcome(StepServed, changed, err, "set served: false on "+w.o.Version+": requests to it now get 404, and are still counted", w.o.Version+" is not served")
+}
+
+// outcome tells what a step that changes the CRD did.
+func (w *walk) outcome(step string, changed bool, err error, did, already string) error {
 	if err != nil {
 		return err
 	}
 	if changed {
-		w.done(StepServed, "set served: false on %s: requests to it now get 404, and are still counted", w.o.Version)
+		w.done(step, "%s", did)
 	} else {
-		w.done(StepServed, "%s is not served", w.o.Version)
+		w.done(step, "%s", already)
 	}
 	return nil
 }
@@ -454,13 +459,5 @@ func (w *walk) remove(ctx context.Context) error {
 	if apierrors.IsInvalid(err) {
 		return &Stopped{Step: StepRemove, Message: err.Error(), Fix: "fix what the server says, then run again"}
 	}
-	if err != nil {
-		return err
-	}
-	if changed {
-		w.done(StepRemove, "deleted %s from spec.versions", w.o.Version)
-	} else {
-		w.done(StepRemove, "%s is not in spec.versions", w.o.Version)
-	}
-	return nil
+	return w.outcome(StepRemove, changed, err, "deleted "+w.o.Version+" from spec.versions", w.o.Version+" is not in spec.versions")
 }
