@@ -86,10 +86,19 @@ func TestVersionsCommand(t *testing.T) {
 		t.Fatalf("check-remove v1 -o json (%d):\n%s", code, out)
 	}
 	// Usage errors: 2.
-	for _, args := range [][]string{{"--check-remove", "v1"}, {"nodot"}, {"-o", "wide"}} {
+	for _, args := range [][]string{{"--check-remove", "v1"}, {"nodot"}, {"-o", "wide"},
+		{"--retire", "v1beta1"}, {"things.v.example.com", "--dry-run"}, {"things.v.example.com", "--remove"},
+		{"things.v.example.com", "--retire", "v1beta1", "--check-remove", "v1beta1"}} {
 		if code, _, _ := run(args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
+	}
+	// The storage version is not retired; nothing changes.
+	if code, out, _ := run("things.v.example.com", "--retire", "v1"); code != 1 || !strings.Contains(out, "storage version: STOPPED: v1 is the storage version of things.v.example.com") {
+		t.Errorf("retire v1 (%d):\n%s", code, out)
+	}
+	if code, _, errOut := run("things.v.example.com", "--retire", "v2"); code != 1 || !strings.Contains(errOut, "has no version v2") {
+		t.Errorf("retire v2 (%d): %s", code, errOut)
 	}
 	if code, _, errOut := run("absent.v.example.com"); code != 1 || !strings.Contains(errOut, "no CRD absent.v.example.com") {
 		t.Errorf("an absent CRD: %d %s", code, errOut)
