@@ -134,7 +134,8 @@ func ParseResourceVersion(rv string) (int64, error) {
 
 // itemMeta is the part of an object the cache indexes.
 type itemMeta struct {
-	Metadata struct {
+	APIVersion string `json:"apiVersion"`
+	Metadata   struct {
 		Name              string                  `json:"name"`
 		Namespace         string                  `json:"namespace"`
 		UID               string                  `json:"uid"`
@@ -142,6 +143,10 @@ type itemMeta struct {
 		OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
 		Finalizers        []string                `json:"finalizers"`
 		DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
+		ManagedFields     []struct {
+			Manager    string `json:"manager"`
+			APIVersion string `json:"apiVersion"`
+		} `json:"managedFields"`
 	} `json:"metadata"`
 }
 
@@ -159,6 +164,8 @@ type Lifecycle struct {
 	Owners     []Owner
 	Finalizers []string
 	Deleting   bool
+	// Versions: see VersionsOf.
+	Versions *Versions
 }
 
 var noLifecycle = &Lifecycle{}
@@ -183,6 +190,7 @@ func DecodeItem(key string, value []byte, rev int64) (*store.Item, error) {
 			return nil, err
 		}
 		md := &m.Metadata
+		m.APIVersion = o.APIVersion()
 		md.Name, md.Namespace, md.UID, md.Labels = o.Meta.Name, o.Meta.Namespace, string(o.Meta.UID), o.Meta.Labels
 		md.OwnerReferences, md.Finalizers, md.DeletionTimestamp = o.Meta.OwnerReferences, o.Meta.Finalizers, o.Meta.DeletionTimestamp
 	}
@@ -200,8 +208,14 @@ func DecodeItem(key string, value []byte, rev int64) (*store.Item, error) {
 		Raw:       raw,
 	}
 	md := m.Metadata
+	var managed []ManagedAt
+	for _, e := range md.ManagedFields {
+		managed = append(managed, ManagedAt{Manager: e.Manager, APIVersion: e.APIVersion})
+	}
+	vs := versionsOf(m.APIVersion, managed)
+	it.Meta = vs
 	if len(md.OwnerReferences) > 0 || len(md.Finalizers) > 0 || md.DeletionTimestamp != nil {
-		l := &Lifecycle{Finalizers: md.Finalizers, Deleting: md.DeletionTimestamp != nil}
+		l := &Lifecycle{Finalizers: md.Finalizers, Deleting: md.DeletionTimestamp != nil, Versions: vs}
 		for _, o := range md.OwnerReferences {
 			l.Owners = append(l.Owners, Owner{
 				APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: string(o.UID),

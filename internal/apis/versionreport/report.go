@@ -1,7 +1,6 @@
 package versionreport
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -157,38 +156,27 @@ func itemName(it *store.Item) string {
 
 // scanObjects reads a CRD's cached objects: how many are stored in each
 // version, and which managers hold managedFields entries at each of the
-// versions (read only from objects that name the version somewhere).
+// versions — from what the cache kept of each object when it was written
+// (resource.VersionsOf), the JSON only of an item that has none.
 func scanObjects(cache *store.Cache, group string, versions []string) (map[string]*counted, map[string]map[string]*counted) {
 	stored := map[string]*counted{}
 	managed := map[string]map[string]*counted{}
 	if cache == nil {
 		return stored, managed
 	}
-	needles := make([][]byte, len(versions))
-	for i, v := range versions {
-		needles[i] = []byte(`"` + group + "/" + v + `"`)
-	}
 	for _, it := range cache.List(store.ListOptions{}).Items {
-		raw := it.Bytes()
-		av, _, _ := jsonraw.String(raw, "apiVersion")
-		v := strings.TrimPrefix(av, group+"/")
+		vs := resource.VersionsOf(it)
+		if vs == nil {
+			vs = versionsIn(it.Bytes())
+		}
+		v := strings.TrimPrefix(vs.APIVersion, group+"/")
 		c := stored[v]
 		if c == nil {
 			c = &counted{}
 			stored[v] = c
 		}
 		c.add(itemName(it))
-		named := false
-		for _, n := range needles {
-			if bytes.Contains(raw, n) {
-				named = true
-				break
-			}
-		}
-		if !named {
-			continue
-		}
-		for _, e := range managedFields(raw) {
+		for _, e := range vs.Managed {
 			mv, ok := strings.CutPrefix(e.APIVersion, group+"/")
 			if !ok || !slices.Contains(versions, mv) {
 				continue
@@ -207,6 +195,17 @@ func scanObjects(cache *store.Cache, group string, versions []string) (map[strin
 		}
 	}
 	return stored, managed
+}
+
+// versionsIn reads an object's apiVersion and its managedFields' managers
+// and apiVersions from its JSON.
+func versionsIn(raw []byte) *resource.Versions {
+	av, _, _ := jsonraw.String(raw, "apiVersion")
+	vs := &resource.Versions{APIVersion: av}
+	for _, e := range managedFields(raw) {
+		vs.Managed = append(vs.Managed, resource.ManagedAt{Manager: e.Manager, APIVersion: e.APIVersion})
+	}
+	return vs
 }
 
 type managedEntry struct {
