@@ -329,6 +329,7 @@ func runReport(args []string) error {
 	fails = append(fails, pathsReport(*dir, p)...)
 	fails = append(fails, crdsReport(*dir, p)...)
 	fails = append(fails, apfReport(*dir, p)...)
+	usageReport(*dir, p)
 	goTargets, goFails := goBenchReport(*dir, p)
 	fails = append(fails, goFails...)
 
@@ -403,4 +404,12 @@ func runReport(args []string) error {
 		p("## Commands (exactly as run)\n\n```sh\n%s\n```\n", t)
 	}
 	return os.WriteFile(*out, []byte(b.String()), 0o644)
+}
+
+// usageReport copies the section bench/usage.sh wrote (usage.md), if it
+// ran: what recording who calls each version costs.
+func usageReport(dir string, p func(string, ...any)) {
+	if b, err := os.ReadFile(filepath.Join(dir, "usage.md")); err == nil {
+		p("%s\n", strings.TrimSpace(string(b))+"\n")
+	}
 }

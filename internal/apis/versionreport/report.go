@@ -140,9 +140,20 @@ type counted struct {
 	names []string
 }
 
-func (c *counted) add(name string) {
+func (c *counted) add(it *store.Item) {
 	c.n++
 	if len(c.names) < names {
+		c.names = append(c.names, itemName(it))
+	}
+}
+
+// addAll counts n more objects, the first of them named.
+func (c *counted) addAll(n int64, first []string) {
+	c.n += n
+	for _, name := range first {
+		if len(c.names) >= names {
+			break
+		}
 		c.names = append(c.names, name)
 	}
 }
@@ -164,18 +175,39 @@ func scanObjects(cache *store.Cache, group string, versions []string) (map[strin
 	if cache == nil {
 		return stored, managed
 	}
+	// Objects alike share their Versions: count each Versions once with
+	// the first names of its objects, then add them up.
+	type alike struct {
+		n     int64
+		names []string
+	}
+	byVersions := map[*resource.Versions]*alike{}
+	var order []*resource.Versions
 	for _, it := range cache.List(store.ListOptions{}).Items {
 		vs := resource.VersionsOf(it)
 		if vs == nil {
 			vs = versionsIn(it.Bytes())
 		}
+		a := byVersions[vs]
+		if a == nil {
+			a = &alike{}
+			byVersions[vs] = a
+			order = append(order, vs)
+		}
+		a.n++
+		if len(a.names) < names {
+			a.names = append(a.names, itemName(it))
+		}
+	}
+	for _, vs := range order {
+		a := byVersions[vs]
 		v := strings.TrimPrefix(vs.APIVersion, group+"/")
 		c := stored[v]
 		if c == nil {
 			c = &counted{}
 			stored[v] = c
 		}
-		c.add(itemName(it))
+		c.addAll(a.n, a.names)
 		for _, e := range vs.Managed {
 			mv, ok := strings.CutPrefix(e.APIVersion, group+"/")
 			if !ok || !slices.Contains(versions, mv) {
@@ -191,7 +223,7 @@ func scanObjects(cache *store.Cache, group string, versions []string) (map[strin
 				m = &counted{}
 				byManager[e.Manager] = m
 			}
-			m.add(itemName(it))
+			m.addAll(a.n, a.names)
 		}
 	}
 	return stored, managed
@@ -258,19 +290,17 @@ func ownerIndex(resources []*resource.Resource) map[ownerKey]*counted {
 			if !ok || len(l.Owners) == 0 {
 				continue
 			}
-			seen := map[ownerKey]bool{}
-			for _, o := range l.Owners {
+			for i, o := range l.Owners {
 				k := ownerKey{apiVersion: o.APIVersion, kind: o.Kind, resource: gr}
-				if seen[k] {
-					continue
+				if slices.ContainsFunc(l.Owners[:i], func(p resource.Owner) bool { return p.APIVersion == o.APIVersion && p.Kind == o.Kind }) {
+					continue // each object once per apiVersion and kind
 				}
-				seen[k] = true
 				c := out[k]
 				if c == nil {
 					c = &counted{}
 					out[k] = c
 				}
-				c.add(itemName(it))
+				c.add(it)
 			}
 		}
 	}
