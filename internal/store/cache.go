@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -673,7 +675,7 @@ func listTree(tree *btree.BTreeG[*Item], rev int64, prefix string, o ListOptions
 	lo, hi := listRange(prefix, o)
 	out := CachedList{Rev: rev}
 	full := false
-	tree.AscendRange(&Item{Key: lo}, &Item{Key: hi}, func(it *Item) bool {
+	visit := func(it *Item) bool {
 		if full {
 			if out.Next == "" {
 				out.Next = it.Key
@@ -688,7 +690,15 @@ func listTree(tree *btree.BTreeG[*Item], rev int64, prefix string, o ListOptions
 			}
 		}
 		return true
-	})
+	}
+	if o.Namespace == "" {
+		// Every key of the tree is under the prefix: no upper bound to
+		// compare each key with (long keys alike at their start cost a
+		// whole list most of its time).
+		tree.AscendGreaterOrEqual(&Item{Key: lo}, visit)
+	} else {
+		tree.AscendRange(&Item{Key: lo}, &Item{Key: hi}, visit)
+	}
 	return out
 }
 
@@ -741,6 +751,10 @@ func NewFixedCache(prefix string, rev int64, items ...*Item) *Cache {
 	}
 	close(c.done)
 	for _, it := range items {
+		if !strings.HasPrefix(it.Key, prefix) {
+			// A cache holds only keys under its prefix (lists rely on it).
+			panic(fmt.Sprintf("store.NewFixedCache: key %q is not under %q", it.Key, prefix))
+		}
 		if it.memo == nil {
 			it.memo = &Memo{}
 		}
