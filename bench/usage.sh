@@ -67,6 +67,8 @@ start() {
   exit 1
 }
 stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; }
+# cpu: the CPU seconds (user + system) the server has used so far.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$PID/stat"; }
 # createCRD: the widget CRD (crdbench load waits until it is Established).
 createCRD() {
   curl -sf -o /dev/null --cacert "$DATA/pki/ca.crt" --cert "$DATA/pki/admin.crt" --key "$DATA/pki/admin.key" \
@@ -74,6 +76,7 @@ createCRD() {
 }
 TLS() { echo -cacert "$DATA/pki/ca.crt" -cert "$DATA/pki/admin.crt" -key "$DATA/pki/admin.key"; }
 
+rm -f "$OUT/usage-cpu.txt"
 for r in $(seq 1 "$ROUNDS"); do
   order=(base new)
   if ((r % 2 == 0)); then order=(new base); fi
@@ -85,6 +88,7 @@ for r in $(seq 1 "$ROUNDS"); do
     createCRD
     # shellcheck disable=SC2046
     "$CB" load -server "$URL" $(TLS) -n "$N" -list-n 0 -json "$OUT/usage-load-$who-$r.json" >/dev/null
+    echo "$who $r $(cpu)" >>"$OUT/usage-cpu.txt"
     stop
   done
 done
@@ -106,6 +110,14 @@ print("| --- | --- | --- | --- |")
 for name, f in rows:
     b, n = med("base", f), med("new", f)
     print(f"| {name} | {b:.0f} | {n:.0f} | {100 * (n - b) / b:+.1f}% |")
+# The server's CPU over a round (its start, the paths round and the
+# sequential creates): the same work on both, so its cost is the difference.
+cpu = {}
+for line in open(f"{out}/usage-cpu.txt"):
+    who, _, sec = line.split()
+    cpu.setdefault(who, []).append(float(sec))
+b, n = statistics.median(cpu["base"]), statistics.median(cpu["new"])
+print(f"| server CPU seconds per round (start, paths round, sequential creates) | {b:.2f} | {n:.2f} | {100 * (n - b) / b:+.1f}% |")
 EOF
 
 # Where a request's time goes: a CPU profile of the new binary over the
