@@ -46,7 +46,7 @@ type Persister struct {
 	Log      *slog.Logger
 
 	written digest // of the counts last written
-	rev     int64 // the record's revision, 0 before it exists
+	rev     int64  // the record's revision, 0 before it exists
 }
 
 func (p *Persister) key() string { return Prefix + p.Replica }
