@@ -249,7 +249,7 @@ func TestRetireVersion(t *testing.T) {
 	t.Run("retire refuses while the informer runs", func(t *testing.T) {
 		out := versions(false, "--retire", "v1beta1")
 		containsAll(t, out, "storage version: v1 is the storage version", "clients:", "STOPPED: clients called v1beta1 within the window (6s)",
-			"system:serviceaccount:default:gizmo-watcher (gizmo-informer/1.0): watch 1, last ",
+			"system:serviceaccount:default:gizmo-watcher (gizmo-informer/1.0): ", "watch ",
 			"crdserver-admin (kubectl/", "fix: move them to v1")
 		// A dry run ignoring every client says what it would do, and stops
 		// at the webhook.
