@@ -8,58 +8,13 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
-
-	"github.com/crdserver/crdserver/crdtest"
 	"github.com/crdserver/crdserver/internal/apis/versionreport"
 )
 
 func TestVersionsCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv := crdtest.Start(t, crdtest.Options{})
-	ext := apiextensionsclient.NewForConfigOrDie(srv.RESTConfig())
-	dyn := dynamic.NewForConfigOrDie(srv.RESTConfig())
-	schemaProps := &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "things.v.example.com"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "v.example.com", Scope: apiextensionsv1.ClusterScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "things", Kind: "Thing"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
-				{Name: "v1beta1", Served: true, Storage: true, Deprecated: true, Schema: schemaProps},
-				{Name: "v1", Served: true, Schema: schemaProps},
-			},
-		},
-	}
-	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	beta := schema.GroupVersionResource{Group: "v.example.com", Version: "v1beta1", Resource: "things"}
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(beta).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v.example.com/v1beta1", "kind": "Thing", "metadata": map[string]any{"name": "one"}}}, metav1.CreateOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		c, _ := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-		c.Spec.Versions[0].Storage, c.Spec.Versions[1].Storage = false, true
-		_, err := ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, c, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := thingsStoredIn(ctx, t, "v.example.com", "v1beta1", true)
 	kc := srv.KubeconfigPath()
 	run := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
