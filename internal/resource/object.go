@@ -208,11 +208,7 @@ func DecodeItem(key string, value []byte, rev int64) (*store.Item, error) {
 		Raw:       raw,
 	}
 	md := m.Metadata
-	var managed []ManagedAt
-	for _, e := range md.ManagedFields {
-		managed = append(managed, ManagedAt{Manager: e.Manager, APIVersion: e.APIVersion})
-	}
-	vs := versionsOf(m.APIVersion, managed)
+	vs := m.versions()
 	it.Meta = vs
 	if len(md.OwnerReferences) > 0 || len(md.Finalizers) > 0 || md.DeletionTimestamp != nil {
 		l := &Lifecycle{Finalizers: md.Finalizers, Deleting: md.DeletionTimestamp != nil, Versions: vs}

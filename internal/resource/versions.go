@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -67,14 +68,27 @@ func versionsOf(apiVersion string, managed []ManagedAt) *Versions {
 	return v
 }
 
-// VersionsOf returns an item's Versions (nil for an item DecodeItem did
-// not make).
+// VersionsOf returns an item's Versions: what DecodeItem kept, or, for an
+// item it did not make, read from the item's JSON.
 func VersionsOf(it *store.Item) *Versions {
 	switch m := it.Meta.(type) {
 	case *Versions:
 		return m
 	case *Lifecycle:
-		return m.Versions
+		if m.Versions != nil {
+			return m.Versions
+		}
 	}
-	return nil
+	var m itemMeta
+	_ = json.Unmarshal(it.Bytes(), &m) // metadata that does not decode: stored in no known version
+	return m.versions()
+}
+
+// versions is the shared Versions of what an object's metadata says.
+func (m *itemMeta) versions() *Versions {
+	var managed []ManagedAt
+	for _, e := range m.Metadata.ManagedFields {
+		managed = append(managed, ManagedAt{Manager: e.Manager, APIVersion: e.APIVersion})
+	}
+	return versionsOf(m.APIVersion, managed)
 }

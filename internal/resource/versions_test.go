@@ -1,6 +1,10 @@
 package resource
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/crdserver/crdserver/internal/store"
+)
 
 func TestDecodeItemKeepsVersionsShared(t *testing.T) {
 	obj := func(name, owners string) []byte {
@@ -34,6 +38,10 @@ func TestDecodeItemKeepsVersionsShared(t *testing.T) {
 	}
 	if vc := VersionsOf(c); vc == nil || vc.APIVersion != "g/v1" || len(vc.Managed) != 0 || vc == va {
 		t.Errorf("c's Versions: %+v", vc)
+	}
+	// An item DecodeItem did not make: read from its JSON, shared alike.
+	if vd := VersionsOf(&store.Item{Key: "/k/d", Raw: obj("d", "")}); vd != va {
+		t.Errorf("an item without kept Versions: %+v, want %+v", vd, va)
 	}
 }
 

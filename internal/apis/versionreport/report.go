@@ -1,7 +1,6 @@
 package versionreport
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rulesv1alpha1 "github.com/crdserver/crdserver/internal/apis/conversionrules/v1alpha1"
-	"github.com/crdserver/crdserver/internal/jsonraw"
 	"github.com/crdserver/crdserver/internal/resource"
 	"github.com/crdserver/crdserver/internal/store"
 	"github.com/crdserver/crdserver/internal/usage"
@@ -168,7 +166,7 @@ func itemName(it *store.Item) string {
 // scanObjects reads a CRD's cached objects: how many are stored in each
 // version, and which managers hold managedFields entries at each of the
 // versions — from what the cache kept of each object when it was written
-// (resource.VersionsOf), the JSON only of an item that has none.
+// (resource.VersionsOf).
 func scanObjects(cache *store.Cache, group string, versions []string) (map[string]*counted, map[string]map[string]*counted) {
 	stored := map[string]*counted{}
 	managed := map[string]map[string]*counted{}
@@ -185,9 +183,6 @@ func scanObjects(cache *store.Cache, group string, versions []string) (map[strin
 	var order []*resource.Versions
 	for _, it := range cache.List(store.ListOptions{}).Items {
 		vs := resource.VersionsOf(it)
-		if vs == nil {
-			vs = versionsIn(it.Bytes())
-		}
 		a := byVersions[vs]
 		if a == nil {
 			a = &alike{}
@@ -227,48 +222,6 @@ func scanObjects(cache *store.Cache, group string, versions []string) (map[strin
 		}
 	}
 	return stored, managed
-}
-
-// versionsIn reads an object's apiVersion and its managedFields' managers
-// and apiVersions from its JSON.
-func versionsIn(raw []byte) *resource.Versions {
-	av, _, _ := jsonraw.String(raw, "apiVersion")
-	vs := &resource.Versions{APIVersion: av}
-	for _, e := range managedFields(raw) {
-		vs.Managed = append(vs.Managed, resource.ManagedAt{Manager: e.Manager, APIVersion: e.APIVersion})
-	}
-	return vs
-}
-
-type managedEntry struct {
-	Manager    string `json:"manager"`
-	APIVersion string `json:"apiVersion"`
-}
-
-// managedFields reads the managers and apiVersions of an object's
-// managedFields, each once.
-func managedFields(raw []byte) []managedEntry {
-	md, ok, _ := jsonraw.Field(raw, "metadata")
-	if !ok {
-		return nil
-	}
-	mf, ok, _ := jsonraw.Field(md, "managedFields")
-	if !ok {
-		return nil
-	}
-	var es []managedEntry
-	if json.Unmarshal(mf, &es) != nil {
-		return nil
-	}
-	seen := map[managedEntry]bool{}
-	out := es[:0]
-	for _, e := range es {
-		if !seen[e] {
-			seen[e] = true
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 type ownerKey struct{ apiVersion, kind, resource string }
