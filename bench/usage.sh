@@ -156,5 +156,5 @@ objects=$(python3 -c 'import json,sys; print(sum(i["status"]["objects"] for i in
 printf '%s\n' "${times[@]}" | sort -n | awk -v n="$objects" -v c="$crd" '{a[NR]=$1} END {printf "The VersionReports of %s with %d objects stored, read %d times: median %.0f ms, slowest %.0f ms (target: under 100 ms).\n", c, n, NR, a[int((NR+1)/2)]*1000, a[NR]*1000}'
 stop
 echo
-echo "Load after: $(cut -d' ' -f1-3 /proc/loadavg). Whole-server rounds on this machine move by several per cent between runs of the same binary (an A/A run, BASE=HEAD, gave +5.6%, -1.3% and -7.2% on these rows): the profile's share is the cost's bound."
+echo "Load after: $(cut -d' ' -f1-3 /proc/loadavg). Whole-server rounds on this machine move by several per cent between runs of the same binary (BASE=HEAD runs the same binary on both sides; on 2026-12-07 that gave +5.6%, -1.3% and -7.2% on the three throughput rows): the profile's share is the cost's bound."
 mv "$MD.tmp" "$MD"
