@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -88,15 +89,12 @@ func (a *admissionSeen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(&review)
 }
 
-func (a *admissionSeen) saw(s string) bool {
+func (a *admissionSeen) saw(s string) bool { return slices.Contains(a.all(), s) }
+
+func (a *admissionSeen) all() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, x := range a.seen {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Clone(a.seen)
 }
 
 // crdserverExpect runs a crdserver subcommand and checks its exit status.
@@ -326,7 +324,7 @@ func TestRetireVersion(t *testing.T) {
 			t.Errorf("managedFields still at v1beta1: %v", obj.GetManagedFields())
 		}
 		if !hook.saw("UPDATE v1 a") {
-			t.Errorf("the webhook did not see the update at v1; it saw %v", hook.seen)
+			t.Errorf("the webhook did not see the update at v1; it saw %v", hook.all())
 		}
 	})
 
