@@ -1,7 +1,7 @@
 // Command crdbench is crdserver's whole-server benchmark. It talks to any
 // Kubernetes-style API server (crdserver, the reference apiextensions-apiserver
 // or kube-apiserver) over HTTP or HTTPS with net/http, only on loopback.
-// Subcommands: load, convert, rules, core, admission, paths, crds, apf (workloads,
+// Subcommands: load, convert, rules, core, admission, paths, crds, apf, objects (workloads,
 // each writing its figures as JSON with -json), start (launch → /readyz and
 // idle RSS), rss, freeport, and report (the JSON files of one run into
 // RESULTS.md). bench/run.sh drives them; bench/README.md says what each
@@ -20,9 +20,9 @@ import (
 
 func main() {
 	cmds := map[string]func([]string) error{"load": runLoad, "convert": runConvert, "rules": runRules, "core": runCore,
-		"admission": runAdmission, "paths": runPaths, "crds": runCRDs, "apf": runAPF, "start": runStart, "rss": runRSS, "freeport": runFreePort, "report": runReport}
+		"admission": runAdmission, "paths": runPaths, "crds": runCRDs, "apf": runAPF, "objects": runObjects, "start": runStart, "rss": runRSS, "freeport": runFreePort, "report": runReport}
 	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|admission|paths|crds|apf|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
+		fmt.Fprintln(os.Stderr, "usage: crdbench load|convert|rules|core|admission|paths|crds|apf|objects|start|rss|freeport|report [flags]  (crdbench SUBCOMMAND -h for flags)")
 		os.Exit(2)
 	}
 	if err := cmds[os.Args[1]](os.Args[2:]); err != nil {
