@@ -1052,6 +1052,16 @@ func (o *objectsRun) patches(ctx context.Context, book *deliveryBook) []time.Dur
 	return wlat
 }
 
+// exited is the name of an -rss-pid process that is gone, if any.
+func (o *objectsRun) exited() string {
+	for _, p := range o.rss {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", p.pid)); err != nil {
+			return fmt.Sprintf("%s (pid %d)", p.name, p.pid)
+		}
+	}
+	return ""
+}
+
 // servingPhase polls, every 20 ms within -limit, the restarted server
 // until a list of one, a GET of object 0 and a watch from the list's
 // resourceVersion are each answered 200; then it lists the whole
@@ -1079,6 +1089,10 @@ func (o *objectsRun) servingPhase(t0 time.Time) error {
 	for ; ctx.Err() == nil && (s.ListMs == 0 || s.GetMs == 0 || s.WatchMs == 0); s.Polls++ {
 		if s.Polls > 0 {
 			time.Sleep(20 * time.Millisecond)
+		}
+		if gone := o.exited(); gone != "" {
+			o.failf("serving", http.MethodGet, o.coll, 0, "%s exited before it served (%d polls; last: %s)", gone, s.Polls, s.LastError)
+			return nil
 		}
 		poll(o.coll+"?limit=1", &s.ListMs, func(ctx context.Context) (int, error) {
 			var code int

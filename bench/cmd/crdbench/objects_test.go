@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -348,5 +350,21 @@ func TestWhole(t *testing.T) {
 	}
 	if ok, _ := o.whole(9); ok {
 		t.Error("not exact: 9 items of at least 10 whole")
+	}
+}
+
+func TestExited(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no true:", err)
+	}
+	o := &objectsRun{}
+	_ = o.rss.Set(fmt.Sprintf("self=%d", os.Getpid()))
+	if got := o.exited(); got != "" {
+		t.Fatalf("this process counted as exited: %q", got)
+	}
+	_ = o.rss.Set(fmt.Sprintf("gone=%d", cmd.Process.Pid))
+	if got := o.exited(); !strings.HasPrefix(got, "gone (pid ") {
+		t.Fatalf("an exited process: %q", got)
 	}
 }
