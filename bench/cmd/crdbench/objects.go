@@ -179,6 +179,42 @@ func configMapObjBody(ns string, i int) []byte {
 	return b
 }
 
+// strState follows a JSON text's strings across writes.
+type strState struct{ inStr, esc bool }
+
+// skip reads p, which starts inside a string, up to the string's closing
+// quote: it returns how many bytes of p belong to the string (the quote
+// included). It jumps from backslash to backslash to quote with
+// bytes.IndexByte, as most of a list's bytes are in strings.
+func (s *strState) skip(p []byte) int {
+	q := -1 // the next '"' at or after i, once looked for (len(p): none)
+	for i := 0; i < len(p); {
+		if s.esc {
+			s.esc = false
+			i++
+			continue
+		}
+		if q < i {
+			if q = bytes.IndexByte(p[i:], '"'); q < 0 {
+				q = len(p)
+			} else {
+				q += i
+			}
+		}
+		if bs := bytes.IndexByte(p[i:q], '\\'); bs >= 0 {
+			i += bs + 1
+			s.esc = true
+			continue
+		}
+		if q == len(p) {
+			return len(p)
+		}
+		s.inStr = false
+		return q + 1
+	}
+	return len(p)
+}
+
 // itemCounter is an io.Writer that reads a JSON list ({…, "items": […]})
 // as it streams through, keeping nothing: it counts the items of the
 // top-level "items" array and their bytes (each item from its '{' to its
@@ -186,21 +222,26 @@ func configMapObjBody(ns string, i int) []byte {
 // brace in a string is not counted. It does not check that the JSON is
 // valid: a list whose Items match what was stored is taken as right.
 type itemCounter struct {
-	depth      int
-	inStr, esc bool
-	key        [8]byte // the start of the last string read at depth 1 (the key before "items"' '[')
-	keyLen     int
-	inItems    bool
-	itemStart  int64
-	Total      int64
-	Items      int
-	ItemBytes  int64
+	strState
+	depth     int
+	key       [8]byte // the start of the last string read at depth 1 (the key before "items"' '[')
+	keyLen    int
+	inItems   bool
+	itemStart int64
+	Total     int64
+	Items     int
+	ItemBytes int64
 }
 
 func (c *itemCounter) Write(p []byte) (int, error) {
-	for i, b := range p {
-		switch {
-		case c.inStr:
+	for i := 0; i < len(p); i++ {
+		b := p[i]
+		if c.inStr {
+			if c.depth != 1 {
+				i += c.skip(p[i:]) - 1
+				continue
+			}
+			// The top-level object's keys, byte by byte.
 			switch {
 			case c.esc:
 				c.esc = false
@@ -208,22 +249,25 @@ func (c *itemCounter) Write(p []byte) (int, error) {
 				c.esc = true
 			case b == '"':
 				c.inStr = false
-			case c.depth == 1:
+			default:
 				if c.keyLen < len(c.key) {
 					c.key[c.keyLen] = b
 				}
 				c.keyLen++
 			}
-		case b == '"':
+			continue
+		}
+		switch b {
+		case '"':
 			c.inStr, c.keyLen = true, 0
-		case b == '{' || b == '[':
+		case '{', '[':
 			c.depth++
 			if b == '[' && c.depth == 2 && c.keyLen == 5 && string(c.key[:5]) == "items" {
 				c.inItems = true
 			} else if c.inItems && c.depth == 3 {
 				c.itemStart = c.Total + int64(i)
 			}
-		case b == '}' || b == ']':
+		case '}', ']':
 			if c.inItems && c.depth == 3 {
 				c.Items++
 				c.ItemBytes += c.Total + int64(i) - c.itemStart + 1
@@ -246,11 +290,11 @@ var errStopStream = errors.New("stop reading")
 // event with each, in a buffer it reuses; an error from event stops the
 // writes with that error. An object larger than max is an error.
 type eventSplitter struct {
-	depth      int
-	inStr, esc bool
-	buf        []byte
-	max        int
-	event      func(b []byte) error
+	strState
+	depth int
+	buf   []byte
+	max   int
+	event func(b []byte) error
 }
 
 func (s *eventSplitter) Write(p []byte) (int, error) {
@@ -258,17 +302,12 @@ func (s *eventSplitter) Write(p []byte) (int, error) {
 	if s.depth == 0 {
 		start = -1
 	}
-	for i, b := range p {
-		switch {
-		case s.inStr:
-			switch {
-			case s.esc:
-				s.esc = false
-			case b == '\\':
-				s.esc = true
-			case b == '"':
-				s.inStr = false
-			}
+	for i := 0; i < len(p); i++ {
+		if s.inStr {
+			i += s.skip(p[i:]) - 1
+			continue
+		}
+		switch b := p[i]; {
 		case s.depth == 0 && b != '{':
 			// Whitespace between events.
 		case b == '"':

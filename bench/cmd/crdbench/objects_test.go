@@ -145,6 +145,23 @@ func TestItemCounter(t *testing.T) {
 			t.Errorf("chunks of %d: %d items, %d item bytes, %d bytes; want 3, %d, %d", chunk, c.Items, c.ItemBytes, c.Total, want, len(list))
 		}
 	}
+	// Real bodies: the ConfigMaps' YAML is full of escapes (\n).
+	items, want = nil, 0
+	for i := range 200 {
+		for _, b := range [][]byte{configMapObjBody("default", i), releaseBody("default", i)} {
+			items, want = append(items, string(b)), want+len(b)
+		}
+	}
+	list = cannedList(items)
+	for _, chunk := range []int{1, 13, 4096} {
+		var c itemCounter
+		for i := 0; i < len(list); i += chunk {
+			_, _ = c.Write([]byte(list[i:min(i+chunk, len(list))]))
+		}
+		if c.Items != 400 || c.ItemBytes != int64(want) {
+			t.Errorf("bodies in chunks of %d: %d items, %d item bytes; want 400, %d", chunk, c.Items, c.ItemBytes, want)
+		}
+	}
 	var empty itemCounter
 	_, _ = empty.Write([]byte(`{"kind":"List","metadata":{"items":[{"a":1}]},"items":[]}`))
 	if empty.Items != 0 {
