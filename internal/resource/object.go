@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"unique"
 
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -178,6 +179,24 @@ func LifecycleOf(it *store.Item) *Lifecycle {
 	return noLifecycle
 }
 
+// keyTail returns name as the end of key (a Kubernetes key ends with the
+// object's name), so that an item's name costs nothing beside its key.
+func keyTail(key, name string) string {
+	if len(name) < len(key) && key[len(key)-len(name)-1] == '/' && key[len(key)-len(name):] == name {
+		return key[len(key)-len(name):]
+	}
+	return name
+}
+
+// sharedString returns the one copy of s the process keeps while it is in
+// use (namespaces: many objects share each).
+func sharedString(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}
+
 // DecodeItem turns a stored value into a cache Item: the JSON with its
 // resourceVersion set, the metadata selectors need, and its Lifecycle.
 func DecodeItem(key string, value []byte, rev int64) (*store.Item, error) {
@@ -200,10 +219,10 @@ func DecodeItem(key string, value []byte, rev int64) (*store.Item, error) {
 	}
 	it := &store.Item{
 		Key:       key,
-		Namespace: m.Metadata.Namespace,
-		Name:      m.Metadata.Name,
+		Namespace: sharedString(m.Metadata.Namespace),
+		Name:      keyTail(key, m.Metadata.Name),
 		UID:       m.Metadata.UID,
-		Labels:    m.Metadata.Labels,
+		Labels:    sharedLabels(m.Metadata.Labels),
 		Rev:       rev,
 		Raw:       raw,
 	}
