@@ -319,12 +319,19 @@ func releaseStartupMemory(ctx context.Context) {
 	}
 	metrics.Read(samples)
 	r := releaser{last: samples[3].Value.Uint64(), released: samples[3].Value.Uint64()}
+	_, governed := os.LookupEnv("GOGC")
+	governed = !governed
+	percent := 100
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 			metrics.Read(samples)
+			if p := gcPercent(samples[2].Value.Uint64()); governed && p != percent {
+				percent = p
+				debug.SetGCPercent(p)
+			}
 			if r.release(samples[0].Value.Uint64()+samples[1].Value.Uint64(), samples[2].Value.Uint64(), samples[3].Value.Uint64()) {
 				debug.FreeOSMemory()
 			}
@@ -374,6 +381,22 @@ func (r *releaser) release(heap, live, allocs uint64) bool {
 func shouldRelease(heap, live uint64) bool {
 	return heap >= live+64<<20 && heap > 3*live
 }
+
+// gcPercent is the GOGC for a heap with live bytes live: the heap grows
+// past what is live by gcRoom before a collection, or a quarter of what is
+// live if that is more (GOGC=100 up to gcRoom live; 25 from four times
+// gcRoom). A server holding a million objects would otherwise hold as
+// much again in garbage between collections; what it holds is mostly
+// encoded objects, which a collection marks without reading them. Set
+// GOGC in the environment to choose it yourself.
+func gcPercent(live uint64) int {
+	if live <= gcRoom {
+		return 100
+	}
+	return max(int(100*gcRoom/live), 25)
+}
+
+const gcRoom = 128 << 20
 
 // orNoLimit maps the flags' 0 (no limit) to the Config's negative.
 func orNoLimit(n int) int {

@@ -45,3 +45,16 @@ func TestReleaser(t *testing.T) {
 		}
 	}
 }
+
+// TestGCPercent: GOGC 100 while little is live, then the room between
+// collections stays gcRoom, and never below a quarter of what is live.
+func TestGCPercent(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{{0, 100}, {64 << 20, 100}, {128 << 20, 100}, {256 << 20, 50}, {512 << 20, 25}, {4 << 30, 25}} {
+		if got := gcPercent(c.live); got != c.want {
+			t.Errorf("gcPercent(%d MiB) = %d, want %d", c.live>>20, got, c.want)
+		}
+	}
+}
