@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -207,6 +208,48 @@ func Items(ctx context.Context, conv Converter, items []*store.Item, to string) 
 	for i, it := range items {
 		out[i] = it.Bytes()
 	}
+	return itemsFrom(ctx, conv, items, out, to)
+}
+
+// lazyChunk is how many objects ItemsLazy uncompresses at a time.
+const lazyChunk = 2048
+
+// ItemsLazy is Items for a reader that writes the objects out itself: an
+// object served exactly as the cache keeps it compressed (store.Item.Packed)
+// is nil in the answer, to be read from its item (AppendBytes) as it is
+// written, so that a list of a million objects is not uncompressed whole.
+// The others are as Items gives them.
+func ItemsLazy(ctx context.Context, conv Converter, items []*store.Item, to string) ([][]byte, error) {
+	out := make([][]byte, len(items))
+	for lo := 0; lo < len(items); lo += lazyChunk {
+		chunk := items[lo:min(lo+lazyChunk, len(items))]
+		in := out[lo : lo+len(chunk)]
+		for i, it := range chunk {
+			in[i] = it.Bytes()
+		}
+		unpacked := slices.Clone(in)
+		got, err := itemsFrom(ctx, conv, chunk, in, to)
+		if err != nil {
+			return nil, err
+		}
+		for i, it := range chunk {
+			in[i] = got[i]
+			if it.Packed() && (sameSlice(got[i], unpacked[i]) || bytes.Equal(got[i], unpacked[i])) {
+				in[i] = nil
+			}
+		}
+	}
+	return out, nil
+}
+
+// sameSlice reports whether a and b are the same bytes in memory.
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// itemsFrom is Items, given the items' bytes in out (which it fills with
+// the answer).
+func itemsFrom(ctx context.Context, conv Converter, items []*store.Item, out [][]byte, to string) ([][]byte, error) {
 	if _, trivial := conv.(None); trivial {
 		res, err := conv.Convert(ctx, out, to)
 		return res.Objects, err

@@ -352,7 +352,7 @@ func (c *call) deleteCollection() {
 		c.fail(c.storeError(err, ""))
 		return
 	}
-	out, err := c.deleteItems(p.items, dopts, dry)
+	out, err := c.deleteItems(p.stored(), dopts, dry)
 	if err != nil {
 		c.fail(err)
 		return

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -175,9 +176,6 @@ func (f itemFieldSet) lookup(field string) (string, bool) {
 	case "metadata.namespace":
 		return f.it.Namespace, true
 	}
-	if v, ok := f.it.Fields[field]; ok {
-		return v, true
-	}
 	if read, ok := f.labels[field]; ok {
 		return read(f.raw), true
 	}
@@ -205,7 +203,7 @@ var errBadContinue = errors.New("invalid continue token")
 
 // page is a list result before encoding.
 type page struct {
-	items  [][]byte      // as stored
+	items  [][]byte      // as stored, unless they come from the cache
 	cached []*store.Item // the items, when they come from the cache
 	// served holds the items in the request's version, when selecting
 	// them took their conversion.
@@ -270,6 +268,11 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !cache.Ready() {
+			// The cache is loading (a restart with many objects stored):
+			// etcd answers meanwhile.
+			return c.collectFromStore(lo, hi, 0, opts.Limit, sel)
+		}
 		if err := cache.WaitFresh(c.ctx, cur); err != nil {
 			// The cache lags: read etcd directly.
 			return c.collectFromStore(lo, hi, 0, opts.Limit, sel)
@@ -297,14 +300,26 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 
 // cachedPage is a page of cached items.
 func cachedPage(l store.CachedList, sel *selection) *page {
-	p := &page{rev: l.Rev, next: l.Next, remaining: l.Remaining, items: make([][]byte, len(l.Items)), cached: l.Items}
-	for i, it := range l.Items {
-		p.items[i] = it.Bytes()
+	p := &page{rev: l.Rev, next: l.Next, remaining: l.Remaining, cached: l.Items}
+	if p.cached == nil {
+		p.cached = []*store.Item{}
 	}
 	if sel != nil {
 		p.remaining = -1
 	}
 	return p
+}
+
+// stored returns the page's objects as stored.
+func (p *page) stored() [][]byte {
+	if p.cached == nil {
+		return p.items
+	}
+	out := make([][]byte, len(p.cached))
+	for i, it := range p.cached {
+		out[i] = it.Bytes()
+	}
+	return out
 }
 
 // selectBatch is how many objects are converted at once to be matched.
@@ -348,6 +363,11 @@ func (c *call) collectFromStore(start, end string, rev, limit int64, sel *select
 	batch := limit
 	if keep != nil && batch > 0 && batch < 500 {
 		batch = 500
+	}
+	if batch <= 0 || batch > storeBatch {
+		// A whole list is read in pieces: etcd's answer to a range of a
+		// million objects would be a gigabyte and more at once.
+		batch = storeBatch
 	}
 	for {
 		l, err := c.h.Store.List(c.ctx, start, end, rev, batch)
@@ -403,6 +423,10 @@ func (c *call) collectFromStore(start, end string, rev, limit int64, sel *select
 	}
 }
 
+// storeBatch is the most objects a list reads from etcd at once (a
+// variable for tests).
+var storeBatch int64 = 5000
+
 // list answers GET of a collection.
 func (c *call) list() {
 	opts, err := c.listOptions()
@@ -421,9 +445,18 @@ func (c *call) list() {
 		return
 	}
 	var items [][]byte
+	lazy := false
 	switch {
 	case p.served != nil || (p.items == nil && p.cached == nil):
 		items = p.served
+	case p.cached != nil && t.As == request.AsObject && t.Format == request.FormatJSON && !t.Pretty:
+		// Written as read: objects kept compressed are uncompressed as
+		// they are written (writeList).
+		items, err = conversion.ItemsLazy(c.ctx, c.res.Converter, p.cached, c.apiVersion())
+		if err != nil {
+			err = asStatus(err)
+		}
+		lazy = true
 	case p.cached != nil:
 		items, err = c.convertItems(p.cached)
 	default:
@@ -446,28 +479,40 @@ func (c *call) list() {
 		c.transform(t, items, pageAt(p.rev, cont, p.remaining))
 		return
 	}
-	request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, pageAt(p.rev, cont, p.remaining)))
+	if !lazy {
+		p.cached = nil
+	}
+	c.writeList(t, items, p.cached, pageAt(p.rev, cont, p.remaining))
 }
 
 // encodeList writes a list object around already encoded items, read as
 // read says.
 func (c *call) encodeList(items [][]byte, read readOf) []byte {
-	rev, cont, remaining := read.rev, read.cont, read.remaining
-	size := 200
+	head, tail := c.listEnvelope(read)
+	size := len(head) + len(tail)
 	for _, it := range items {
 		size += len(it) + 1
 	}
+	b := make([]byte, 0, size)
+	b = append(b, head...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, tail...)
+}
+
+// listEnvelope is what a list object holds before its items and after.
+func (c *call) listEnvelope(read readOf) (head, tail []byte) {
+	rev, cont, remaining := read.rev, read.cont, read.remaining
 	var b bytes.Buffer
-	b.Grow(size)
 	b.WriteString(`{"apiVersion":`)
 	writeJSONString(&b, c.apiVersion())
 	b.WriteString(`,"items":[`)
-	for i, it := range items {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(it)
-	}
+	head = bytes.Clone(b.Bytes())
+	b.Reset()
 	b.WriteString(`],"kind":`)
 	writeJSONString(&b, c.res.ListKind)
 	b.WriteString(`,"metadata":{"continue":`)
@@ -479,8 +524,77 @@ func (c *call) encodeList(items [][]byte, read readOf) []byte {
 	b.WriteString(`,"resourceVersion":"`)
 	b.WriteString(itoa(rev))
 	b.WriteString(`"}}`)
-	return b.Bytes()
+	return head, b.Bytes()
 }
+
+// streamAbove is the size from which a JSON list is written as it is
+// encoded, in pieces, rather than made whole first: a list of a million
+// objects would otherwise be a second copy of them, per request.
+const streamAbove = 1 << 20
+
+// writeList answers with a list object around already encoded items, or,
+// where an item is nil, cached's item as it is kept (cached is nil or as
+// long as items): as JSON, it writes the items as they are, in pieces of
+// streamPiece bytes, with the Content-Length known before (so the
+// compression filter decides as for any answer); in any other
+// representation, made whole first.
+func (c *call) writeList(t request.Target, items [][]byte, cached []*store.Item, read readOf) {
+	size := 0
+	for i, it := range items {
+		if it == nil && cached != nil {
+			size += cached[i].Size() + 1
+		} else {
+			size += len(it) + 1
+		}
+	}
+	if t.Format != request.FormatJSON || t.Pretty || size < streamAbove {
+		for i, it := range items {
+			if it == nil && cached != nil {
+				items[i] = cached[i].Bytes()
+			}
+		}
+		request.Write(c.w, c.r, http.StatusOK, t, c.encodeList(items, read))
+		return
+	}
+	head, tail := c.listEnvelope(read)
+	size += len(head) + len(tail)
+	if len(items) > 0 {
+		size--
+	}
+	h := c.w.Header()
+	h.Set("Content-Type", t.ContentType())
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-cache, private")
+	}
+	h.Set("Content-Length", strconv.Itoa(size))
+	c.w.WriteHeader(http.StatusOK)
+	if c.r.Method == http.MethodHead {
+		return
+	}
+	buf := make([]byte, 0, streamPiece)
+	buf = append(buf, head...)
+	for i, it := range items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		if it == nil && cached != nil {
+			buf = cached[i].AppendBytes(buf)
+		} else {
+			buf = append(buf, it...)
+		}
+		if len(buf) >= streamPiece-streamPiece/8 {
+			if _, err := c.w.Write(buf); err != nil {
+				return // the client went away
+			}
+			buf = buf[:0]
+		}
+	}
+	buf = append(buf, tail...)
+	_, _ = c.w.Write(buf)
+}
+
+// streamPiece is the size of the pieces a streamed list is written in.
+const streamPiece = 64 << 10
 
 func writeJSONString(b *bytes.Buffer, s string) {
 	q, _ := json.Marshal(s)

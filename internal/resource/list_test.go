@@ -1,12 +1,20 @@
 package resource
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/crdserver/crdserver/internal/request"
+	"github.com/crdserver/crdserver/internal/store"
 )
 
 // listed returns the names of a list answer's items and its metadata.
@@ -284,5 +292,44 @@ func TestListLimitIgnoredAtResourceVersion0(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "a,b,c,d" || md["continue"] != "" {
 		t.Fatalf("a list at resourceVersion=0 honours its limit; kube-apiserver does not: %v %v", names, md)
+	}
+}
+
+// TestListWhileCacheLoads: a consistent list while the resource's cache
+// loads its state (a restart with many objects stored) is read from etcd
+// at once, a few objects at a time, as one state; it does not wait for the
+// load (the client's deadline here is a second, the cache's wait three).
+func TestListWhileCacheLoads(t *testing.T) {
+	defer func(n int64) { storeBatch = n }(storeBatch)
+	storeBatch = 2
+	e := newEngine(t)
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		e.create(widget(n, ""))
+	}
+	e.res.Cache = store.NewLoadingCache(e.res.KeyPrefix)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	r := httptest.NewRequest("GET", widgetsPath, nil).WithContext(ctx)
+	info := request.Parse(r)
+	r = r.WithContext(request.WithInfo(r.Context(), info))
+	w := httptest.NewRecorder()
+	e.h.Serve(w, r, info, e.res, e.ver)
+	if ctx.Err() != nil {
+		t.Fatal("the list waited for the cache to load")
+	}
+	var l struct {
+		Metadata struct{ ResourceVersion string }
+		Items    []struct{ Metadata struct{ Name string } }
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &l); w.Code != 200 || err != nil {
+		t.Fatalf("list while loading: %d %s", w.Code, w.Body)
+	}
+	var names []string
+	for _, it := range l.Items {
+		names = append(names, it.Metadata.Name)
+	}
+	cur, _ := e.h.Store.CurrentRevision(ctx)
+	if !slices.Equal(names, []string{"a", "b", "c", "d", "e"}) || l.Metadata.ResourceVersion != itoa(cur) {
+		t.Fatalf("list while loading: %v at %s", names, l.Metadata.ResourceVersion)
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/btree"
+	"github.com/klauspost/compress/s2"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -86,6 +88,13 @@ type Cache struct {
 	// streamCtx is the context of the current watch (progress requests
 	// name its stream).
 	streamCtx context.Context
+
+	// dict is the dictionary the cache packs its objects with while cold
+	// (built once it holds dictAfter objects; building says a build runs);
+	// readAt is when a list of it was last served (unix nanoseconds).
+	dict     atomic.Pointer[s2.Dict]
+	building atomic.Bool
+	readAt   atomic.Int64
 
 	// followCancel ends the current etcd watch (tests break it with it);
 	// beforeResume, when set, runs before a failed watch is resumed.
@@ -232,13 +241,26 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 				continue
 			}
 			it.memo = &Memo{}
-			it.pack()
+			it.pack(c.packDict())
 			tree.ReplaceOrInsert(it)
 		}
 		if !page.More || len(page.KVs) == 0 {
 			break
 		}
 		start = page.KVs[len(page.KVs)-1].Key + "\x00"
+	}
+	if c.dict.Load() == nil && tree.Len() >= dictAfter && c.cold() {
+		// The dictionary is made of the objects loaded, which are then
+		// packed with it: nobody else holds them yet.
+		if d := buildDict(sampleItems(tree)); d != nil {
+			c.dict.Store(d)
+			tree.Ascend(func(it *Item) bool {
+				if it.packed == nil {
+					it.pack(d)
+				}
+				return true
+			})
+		}
 	}
 	c.mu.Lock()
 	c.tree = tree
@@ -378,8 +400,11 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 			}
 			it.memo = &Memo{}
 			it.Written = c.store.writes.claim(key, value)
-			it.pack()
+			it.pack(c.packDict())
 			c.tree.ReplaceOrInsert(it)
+			if prev == nil {
+				c.grown()
+			}
 			ev = Event{Type: Added, Item: it, Rev: rev}
 			if prev != nil {
 				ev.Type, ev.Prev = Modified, prev
@@ -395,7 +420,7 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 				continue
 			}
 			it.memo = &Memo{}
-			it.pack()
+			it.pack(c.packDict())
 			it.Written = prev.Written // the last state is the cached one: so is its origin
 			ev = Event{Type: Deleted, Item: it, Prev: prev, Rev: rev}
 		}
@@ -628,6 +653,7 @@ type CachedList struct {
 
 // List returns the cached items that match, in key order.
 func (c *Cache) List(o ListOptions) CachedList {
+	c.reading()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return listTree(c.tree, c.rev, c.prefix, o)
@@ -639,6 +665,7 @@ func (c *Cache) List(o ListOptions) CachedList {
 // be told (rev is older than the history or later than the cache) or a
 // key of the range changed: the page is then etcd's to give.
 func (c *Cache) ListAt(o ListOptions, rev int64) (CachedList, bool) {
+	c.reading()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if !c.ready || rev > c.rev || rev < c.oldest {
@@ -726,6 +753,14 @@ func (c *Cache) GetNewest(ctx context.Context, key string) (*Item, error) {
 	}
 	it, _ := c.Get(key)
 	return it, nil
+}
+
+// NewLoadingCache returns a cache that is loading its state and never
+// finishes: for tests of what is served meanwhile.
+func NewLoadingCache(prefix string) *Cache {
+	c := NewFixedCache(prefix, 0)
+	c.ready = false
+	return c
 }
 
 // NewFixedCache returns a cache of fixed contents, at revision rev, that

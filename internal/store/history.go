@@ -118,7 +118,7 @@ func (c *Cache) historyEvent(ctx context.Context, e *clientv3.Event) (Event, boo
 			return Event{}, false
 		}
 		it.memo = &Memo{}
-		it.pack()
+		it.pack(nil)
 		return Event{Type: Deleted, Item: it, Prev: prev, Rev: rev}, true
 	}
 	it := c.historyItem(ctx, key, e.Kv.Value, rev)
@@ -141,6 +141,6 @@ func (c *Cache) historyItem(ctx context.Context, key string, stored []byte, rev 
 		return nil
 	}
 	it.memo = &Memo{}
-	it.pack()
+	it.pack(nil)
 	return it
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/klauspost/compress/s2"
 )
 
 // Item is one object as the cache holds it: its encoded form, ready to send,
@@ -12,19 +14,18 @@ type Item struct {
 	Namespace string
 	Name      string
 	UID       string
-	Labels    map[string]string
-	// Fields holds the values of the selectable fields (metadata.name,
-	// metadata.namespace and any a resource adds).
-	Fields map[string]string
+	// Labels is shared between items with the same labels: read only.
+	Labels map[string]string
 	// Rev is the object's resourceVersion: the revision it was last written
 	// at (for a deletion event, the revision of the deletion).
 	Rev int64
 	// Raw is the stored JSON with metadata.resourceVersion set to Rev; nil
 	// for an item the cache keeps compressed (read it with Bytes).
 	Raw []byte
-	// packed is the compressed Raw of a large item, size its length.
+	// packed is the compressed Raw: with dict, S2 with that dictionary;
+	// without, zstd after Raw's length (4 bytes, little-endian).
 	packed []byte
-	size   int
+	dict   *s2.Dict
 	// Meta is whatever else the DecodeFunc extracted from the object for
 	// the cache's users; the store does not look at it.
 	Meta any

@@ -1,18 +1,29 @@
 package store
 
 import (
+	"encoding/binary"
 	"sync"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
-// A cache holds every object it mirrors, as encoded: the CRDs of a
-// provider are 30-400 KiB each, mostly schema text that compresses ten
-// times. Items of at least packAbove bytes are kept compressed (zstd, the
-// fastest level) and uncompressed on each read (about a gigabyte a
-// second), so that what nobody reads costs a tenth of its size.
+// A cache holds every object it mirrors, as encoded. Two kinds of items
+// are kept compressed, and uncompressed on each read:
+//
+//   - Items of at least packAbove bytes (a provider's CRDs are 30-400 KiB
+//     each, mostly schema text that compresses ten times): zstd, the
+//     fastest level (about a gigabyte a second back).
+//   - Once a cache holds dictAfter objects, the objects it takes in while
+//     nobody lists it (cold: see Cache.reading) are compressed with a
+//     dictionary made from its own objects (S2, klauspost/compress): a
+//     resource's objects share their keys, their managers, most of their
+//     values, and a kilobyte object keeps about a quarter of its size,
+//     uncompressed again at one or two gigabytes a second. Objects taken
+//     in while the cache is read stay as they are, so that lists of them
+//     are copies.
 
-// packAbove is the size from which an item is kept compressed.
+// packAbove is the size from which an item is kept compressed by zstd.
 const packAbove = 16 << 10
 
 var (
@@ -37,17 +48,26 @@ func codecs() (*zstd.Encoder, *zstd.Decoder) {
 	return packer, unpacker
 }
 
-// pack keeps a large item compressed, if that makes it smaller.
-func (it *Item) pack() {
-	if len(it.Raw) < packAbove {
-		return
+// pack keeps the item compressed if it is large (zstd), or, with d, if
+// that makes it smaller (d's S2 dictionary). The item must not be shared
+// yet.
+func (it *Item) pack(d *s2.Dict) {
+	switch {
+	case len(it.Raw) >= packAbove:
+		enc, _ := codecs()
+		packed := binary.LittleEndian.AppendUint32(make([]byte, 0, len(it.Raw)/4), uint32(len(it.Raw)))
+		packed = enc.EncodeAll(it.Raw, packed)
+		if len(packed) < len(it.Raw) {
+			it.packed, it.Raw = packed, nil
+		}
+	case d != nil && len(it.Raw) > 0:
+		packed := d.EncodeBetter(nil, it.Raw)
+		if len(packed) < len(it.Raw)*7/8 {
+			// Its own array, of its size: EncodeBetter's is the largest
+			// the encoding can take.
+			it.packed, it.dict, it.Raw = append([]byte(nil), packed...), d, nil
+		}
 	}
-	enc, _ := codecs()
-	packed := enc.EncodeAll(it.Raw, make([]byte, 0, len(it.Raw)/4))
-	if len(packed) >= len(it.Raw) {
-		return
-	}
-	it.packed, it.size, it.Raw = packed, len(it.Raw), nil
 }
 
 // Bytes returns the stored JSON with metadata.resourceVersion set to Rev
@@ -56,8 +76,35 @@ func (it *Item) Bytes() []byte {
 	if it.packed == nil {
 		return it.Raw
 	}
-	_, dec := codecs()
-	raw, err := dec.DecodeAll(it.packed, make([]byte, 0, it.size))
+	return it.unpack(nil)
+}
+
+// AppendBytes appends Bytes to dst, without the copy Bytes makes of a
+// packed item.
+func (it *Item) AppendBytes(dst []byte) []byte {
+	if it.packed == nil {
+		return append(dst, it.Raw...)
+	}
+	n := len(dst)
+	dst = append(dst, make([]byte, it.Size())...)
+	it.unpack(dst[n:n:len(dst)])
+	return dst
+}
+
+// unpack uncompresses a packed item into dst (which it allocates if dst
+// is too small).
+func (it *Item) unpack(dst []byte) []byte {
+	var raw []byte
+	var err error
+	if it.dict != nil {
+		raw, err = it.dict.Decode(dst[:cap(dst)], it.packed)
+	} else {
+		_, dec := codecs()
+		if dst == nil {
+			dst = make([]byte, 0, it.Size())
+		}
+		raw, err = dec.DecodeAll(it.packed[4:], dst[:0])
+	}
 	if err != nil {
 		// Only this process packs, from bytes it holds: cannot happen.
 		panic("store: a packed item does not unpack: " + err.Error())
@@ -67,8 +114,15 @@ func (it *Item) Bytes() []byte {
 
 // Size is the length of Bytes, without unpacking.
 func (it *Item) Size() int {
-	if it.packed == nil {
+	switch {
+	case it.packed == nil:
 		return len(it.Raw)
+	case it.dict != nil:
+		n, _ := binary.Uvarint(it.packed)
+		return int(n)
 	}
-	return it.size
+	return int(binary.LittleEndian.Uint32(it.packed))
 }
+
+// Packed reports whether the item is kept compressed.
+func (it *Item) Packed() bool { return it.packed != nil }

@@ -942,3 +942,110 @@ func TestGuardedWritesWithLostAnswer(t *testing.T) {
 		t.Fatalf("the delete was not applied: %v", err)
 	}
 }
+
+// Objects taken in while a cache is cold are kept compressed with a
+// dictionary made of the cache's own objects, once it holds dictAfter:
+// those it loads, and those it applies; read back, each is what was
+// stored. Objects applied while the cache is listed are kept as they are.
+func TestColdItemsPacked(t *testing.T) {
+	defer func(n int) { dictAfter = n }(dictAfter)
+	dictAfter = 64
+	s := startStore(t)
+	ctx := context.Background()
+	value := func(i int) []byte {
+		return []byte(fmt.Sprintf(`{"apiVersion":"example.com/v1","kind":"Release","metadata":{"name":"r%04d","namespace":"ns","labels":{"app":"app-%d","team":"platform"}},`+
+			`"spec":{"interval":"5m","path":"./apps/app-%d/overlays/prod","sourceRef":{"kind":"GitRepository","name":"platform-repo","namespace":"flux-system"}},`+
+			`"status":{"conditions":[{"type":"Ready","status":"True","reason":"ReconciliationSucceeded","message":"Applied revision: main@sha1:%040x"}]}}`, i, i%7, i%7, i*7919))
+	}
+	want := map[string][]byte{}
+	create := func(i int) {
+		t.Helper()
+		key := fmt.Sprintf("/p/ns/r%04d", i)
+		rev, err := s.Create(ctx, key, value(i), WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[key], _ = jsonraw.SetResourceVersion(value(i), rev)
+	}
+	check := func(c *Cache, key string) *Item {
+		t.Helper()
+		it, _ := c.Get(key)
+		if it == nil {
+			t.Fatalf("%s not cached", key)
+		}
+		if b := it.Bytes(); !bytes.Equal(b, want[key]) || it.Size() != len(want[key]) {
+			t.Fatalf("%s: read back %s (size %d), want %s", key, b, it.Size(), want[key])
+		}
+		if b := it.AppendBytes([]byte("x")); !bytes.Equal(b, append([]byte("x"), want[key]...)) {
+			t.Fatalf("%s: appended %s", key, b)
+		}
+		return it
+	}
+	for i := range 100 {
+		create(i)
+	}
+	loaded := readyCache(t, s, "/p/", CacheOptions{})
+	packed, size := 0, 0
+	for key := range want {
+		if it := check(loaded, key); it.Packed() {
+			packed++
+			size += len(it.packed)
+		}
+	}
+	if packed != 100 || size > 100*len(value(0))/2 {
+		t.Fatalf("loaded: %d of 100 packed, into %d bytes (of %d)", packed, size, 100*len(value(0)))
+	}
+
+	applied := readyCache(t, s, "/q/", CacheOptions{})
+	for i := range 200 {
+		key := fmt.Sprintf("/q/ns/r%04d", i)
+		rev, err := s.Create(ctx, key, value(i), WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[key], _ = jsonraw.SetResourceVersion(value(i), rev)
+		if i == dictAfter {
+			// The dictionary is made away from the cache's lock.
+			if !pollUntil(t, func() bool { return applied.dict.Load() != nil }) {
+				t.Fatal("no dictionary made")
+			}
+		}
+	}
+	cur, _ := s.CurrentRevision(ctx)
+	if err := applied.WaitFresh(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		it := check(applied, fmt.Sprintf("/q/ns/r%04d", i))
+		if i > dictAfter && !it.Packed() {
+			t.Fatalf("object %d taken in cold, with a dictionary, is not packed", i)
+		}
+	}
+	// Listed: what it takes in now stays as it is.
+	if l := applied.List(ListOptions{}); len(l.Items) != 200 {
+		t.Fatalf("list: %d items", len(l.Items))
+	}
+	key := "/q/ns/r9999"
+	rev, err := s.Create(ctx, key, value(9999), WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[key], _ = jsonraw.SetResourceVersion(value(9999), rev)
+	if err := applied.WaitFresh(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	if it := check(applied, key); it.Packed() {
+		t.Fatal("an object taken in while the cache is listed is packed")
+	}
+}
+
+// pollUntil polls cond every 5 ms for up to 10 s.
+func pollUntil(t *testing.T, cond func() bool) bool {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}

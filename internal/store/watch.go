@@ -170,7 +170,7 @@ func (w *Watcher) translate(ev Event) (Event, bool) {
 		it.Rev = ev.Rev
 		it.memo = &Memo{}
 		if raw, err := jsonraw.SetResourceVersion(it.Bytes(), ev.Rev); err == nil {
-			it.Raw, it.packed = raw, nil
+			it.Raw, it.packed, it.dict = raw, nil, nil
 		}
 		return Event{Type: Deleted, Item: &it, Prev: ev.Prev, Rev: ev.Rev}, true
 	}
@@ -256,6 +256,7 @@ func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 		done:      make(chan struct{}),
 	}
 	if o.FromState {
+		c.reading()
 		lo := c.prefix
 		if o.Namespace != "" {
 			lo = w.prefix
