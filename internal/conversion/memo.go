@@ -208,7 +208,7 @@ func Items(ctx context.Context, conv Converter, items []*store.Item, to string) 
 	for i, it := range items {
 		out[i] = it.Bytes()
 	}
-	return itemsFrom(ctx, conv, items, out, to)
+	return itemsFrom(ctx, conv, items, out, to, false)
 }
 
 // lazyChunk is how many objects ItemsLazy uncompresses at a time.
@@ -225,32 +225,51 @@ func ItemsLazy(ctx context.Context, conv Converter, items []*store.Item, to stri
 		chunk := items[lo:min(lo+lazyChunk, len(items))]
 		in := out[lo : lo+len(chunk)]
 		for i, it := range chunk {
-			in[i] = it.Bytes()
+			in[i] = it.Raw // nil if packed
 		}
-		unpacked := slices.Clone(in)
-		got, err := itemsFrom(ctx, conv, chunk, in, to)
-		if err != nil {
+		if _, err := itemsFrom(ctx, conv, chunk, in, to, true); err != nil {
 			return nil, err
-		}
-		for i, it := range chunk {
-			in[i] = got[i]
-			if it.Packed() && (sameSlice(got[i], unpacked[i]) || bytes.Equal(got[i], unpacked[i])) {
-				in[i] = nil
-			}
 		}
 	}
 	return out, nil
 }
 
-// sameSlice reports whether a and b are the same bytes in memory.
-func sameSlice(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+// noneLazy is itemsFrom for the None converter, lazy: a packed item is
+// read to be converted, and left nil if its version is the one asked for.
+func noneLazy(ctx context.Context, conv Converter, items []*store.Item, out [][]byte, to string) ([][]byte, error) {
+	var in [][]byte
+	for i, it := range items {
+		if out[i] == nil {
+			if in == nil {
+				in = slices.Clone(out)
+			}
+			in[i] = it.Bytes()
+		}
+	}
+	if in == nil {
+		res, err := conv.Convert(ctx, out, to)
+		return res.Objects, err
+	}
+	res, err := conv.Convert(ctx, in, to)
+	if err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if out[i] != nil || res.changedAt(i) {
+			out[i] = res.Objects[i]
+		}
+	}
+	return out, nil
 }
 
 // itemsFrom is Items, given the items' bytes in out (which it fills with
-// the answer).
-func itemsFrom(ctx context.Context, conv Converter, items []*store.Item, out [][]byte, to string) ([][]byte, error) {
+// the answer). lazy is ItemsLazy's: out is nil for a packed item, and is
+// left nil for one served as it is.
+func itemsFrom(ctx context.Context, conv Converter, items []*store.Item, out [][]byte, to string, lazy bool) ([][]byte, error) {
 	if _, trivial := conv.(None); trivial {
+		if lazy {
+			return noneLazy(ctx, conv, items, out, to)
+		}
 		res, err := conv.Convert(ctx, out, to)
 		return res.Objects, err
 	}
@@ -308,6 +327,9 @@ func itemsFrom(ctx context.Context, conv Converter, items []*store.Item, out [][
 	raws := make([][]byte, len(pending))
 	for j, i := range pending {
 		raws[j] = out[i]
+		if raws[j] == nil {
+			raws[j] = items[i].Bytes()
+		}
 	}
 	var res Result
 	var err error
@@ -333,6 +355,9 @@ func itemsFrom(ctx context.Context, conv Converter, items []*store.Item, out [][
 			raw = res.Objects[j]
 		}
 		out[i] = res.Objects[j]
+		if lazy && raw == nil && items[i].Packed() {
+			out[i] = nil // served as kept
+		}
 		if a := res.answerAt(j); a != unkept {
 			remember(items[i], conv, to, raw, a)
 		}

@@ -1,10 +1,12 @@
 package conversion
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -207,5 +209,53 @@ func TestWebhookErrorMessages(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// ItemsLazy answers nil for a packed item served as the cache keeps it
+// (its writer reads it from the item), whether it is trusted or read as
+// from storage and found clean; anything else as Items answers it: a
+// packed item that reading changes, a raw item, a conversion by None.
+func TestItemsLazyLeavesPackedItemsPacked(t *testing.T) {
+	conv := defaultsConverter(t, 5)
+	ctx := context.Background()
+	clean := `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"x%d","resourceVersion":"9","generation":1},"spec":{"a":"x","v1":"stored"}}`
+	dirty := `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"x%d","resourceVersion":"9","generation":1},"garbage":true,"spec":{"a":"x"}}`
+	var samples [][]byte
+	for i := range 64 {
+		samples = append(samples, fmt.Appendf(nil, clean, i), fmt.Appendf(nil, dirty, i))
+	}
+	packed := func(format string, i int, w *store.WriteStamp) *store.Item {
+		it := store.NewPackedItem(&store.Item{Key: "/k", Raw: fmt.Appendf(nil, format, i), Rev: 9, Written: w}, samples)
+		if !it.Packed() {
+			t.Fatal("not packed")
+		}
+		return it
+	}
+	items := []*store.Item{
+		packed(clean, 1, &store.WriteStamp{Epoch: 5, Defaulted: true}), // trusted
+		packed(clean, 2, nil), // read as from storage: clean
+		packed(dirty, 3, nil), // read as from storage: pruned and defaulted
+		store.NewCachedItem(&store.Item{Key: "/k", Raw: fmt.Appendf(nil, clean, 4), Rev: 9}),
+	}
+	for round := range 2 { // the second from the memo
+		out, err := ItemsLazy(ctx, conv, items, "example.com/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[0] != nil || out[1] != nil {
+			t.Fatalf("round %d: packed items served as kept: %s, %s", round, out[0], out[1])
+		}
+		sameJSON(t, out[2], fmt.Sprintf(clean, 3))
+		sameJSON(t, out[3], fmt.Sprintf(clean, 4))
+	}
+	// By None: nil where the version is the same, converted where not.
+	out, err := ItemsLazy(ctx, None{}, items[:2], "example.com/v1")
+	if err != nil || out[0] != nil || out[1] != nil {
+		t.Fatalf("None, same version: %v %s %s", err, out[0], out[1])
+	}
+	out, err = ItemsLazy(ctx, None{}, items[:2], "example.com/v2")
+	if err != nil || !bytes.Contains(out[0], []byte(`"apiVersion":"example.com/v2"`)) || !bytes.Contains(out[1], []byte(`"name":"x2"`)) {
+		t.Fatalf("None, another version: %v %s %s", err, out[0], out[1])
 	}
 }

@@ -227,6 +227,8 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 	sel := newSelection(opts, c.ver.FieldLabels)
 	keep, post := c.filter(sel)
 	rv, _ := ParseResourceVersion(opts.ResourceVersion)
+	// Clients list it: what it takes in stays as it is (store/cold.go).
+	res.Cache.Reading()
 
 	switch {
 	case opts.Continue != "":
@@ -270,8 +272,14 @@ func (c *call) collect(opts *metainternalversion.ListOptions) (*page, error) {
 		}
 		if !cache.Ready() {
 			// The cache is loading (a restart with many objects stored):
-			// etcd answers meanwhile.
-			return c.collectFromStore(lo, hi, 0, opts.Limit, sel)
+			// etcd answers a page meanwhile; a whole list waits for the
+			// cache, which decodes the objects once for every reader.
+			if opts.Limit > 0 {
+				return c.collectFromStore(lo, hi, 0, opts.Limit, sel)
+			}
+			if err := cache.WaitReady(c.ctx); err != nil {
+				return nil, err
+			}
 		}
 		if err := cache.WaitFresh(c.ctx, cur); err != nil {
 			// The cache lags: read etcd directly.

@@ -295,10 +295,11 @@ func TestListLimitIgnoredAtResourceVersion0(t *testing.T) {
 	}
 }
 
-// TestListWhileCacheLoads: a consistent list while the resource's cache
-// loads its state (a restart with many objects stored) is read from etcd
-// at once, a few objects at a time, as one state; it does not wait for the
-// load (the client's deadline here is a second, the cache's wait three).
+// TestListWhileCacheLoads: a consistent page of a list while the
+// resource's cache loads its state (a restart with many objects stored)
+// is read from etcd at once, a few objects at a time, as one state; it
+// does not wait for the load (the client's deadline here is a second, the
+// cache's wait three).
 func TestListWhileCacheLoads(t *testing.T) {
 	defer func(n int64) { storeBatch = n }(storeBatch)
 	storeBatch = 2
@@ -309,7 +310,7 @@ func TestListWhileCacheLoads(t *testing.T) {
 	e.res.Cache = store.NewLoadingCache(e.res.KeyPrefix)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	r := httptest.NewRequest("GET", widgetsPath, nil).WithContext(ctx)
+	r := httptest.NewRequest("GET", widgetsPath+"?limit=10", nil).WithContext(ctx)
 	info := request.Parse(r)
 	r = r.WithContext(request.WithInfo(r.Context(), info))
 	w := httptest.NewRecorder()

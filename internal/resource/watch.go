@@ -159,6 +159,9 @@ func (c *call) watchStart(opts *metainternalversion.ListOptions) (wo store.Watch
 	default:
 		wo.Rev = rv
 	}
+	if wo.FromState {
+		cache.Reading()
+	}
 	return wo, initialEnd, post, nil
 }
 

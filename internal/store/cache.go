@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,7 +92,7 @@ type Cache struct {
 
 	// dict is the dictionary the cache packs its objects with while cold
 	// (built once it holds dictAfter objects; building says a build runs);
-	// readAt is when a list of it was last served (unix nanoseconds).
+	// readAt is when a client last read it whole (Reading; unix nanoseconds).
 	dict     atomic.Pointer[s2.Dict]
 	building atomic.Bool
 	readAt   atomic.Int64
@@ -226,41 +227,31 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 			return 0, err
 		}
 		rev = page.Revision
-		for _, kv := range page.KVs {
-			// A value the store cannot read (encrypted with a key no
-			// longer configured) is left out, loudly: the others are
-			// served, and reading that object fails with the reason.
-			value, err := c.store.fromStorage(ctx, kv.Key, kv.Value)
-			if err != nil {
-				c.log.Error("watch cache: unreadable object left out", "key", kv.Key, "err", err)
-				continue
+		for _, it := range c.decodeAll(ctx, page.KVs) {
+			if it != nil {
+				tree.ReplaceOrInsert(it)
 			}
-			it, err := c.decode(kv.Key, value, kv.ModRevision)
-			if err != nil {
-				c.log.Error("watch cache: undecodable object skipped", "key", kv.Key, "err", err)
-				continue
+		}
+		if c.dict.Load() == nil && tree.Len() >= dictAfter {
+			// The dictionary is made of the objects loaded so far, which
+			// are then packed with it (nobody else holds them yet), as
+			// are the next pages' as they are decoded: a load packs
+			// whether or not clients read the cache (a restart with a
+			// million objects stored, which informers then list).
+			if d := buildDict(sampleItems(tree)); d != nil {
+				c.dict.Store(d)
+				tree.Ascend(func(it *Item) bool {
+					if it.packed == nil {
+						it.pack(d)
+					}
+					return true
+				})
 			}
-			it.memo = &Memo{}
-			it.pack(c.packDict())
-			tree.ReplaceOrInsert(it)
 		}
 		if !page.More || len(page.KVs) == 0 {
 			break
 		}
 		start = page.KVs[len(page.KVs)-1].Key + "\x00"
-	}
-	if c.dict.Load() == nil && tree.Len() >= dictAfter && c.cold() {
-		// The dictionary is made of the objects loaded, which are then
-		// packed with it: nobody else holds them yet.
-		if d := buildDict(sampleItems(tree)); d != nil {
-			c.dict.Store(d)
-			tree.Ascend(func(it *Item) bool {
-				if it.packed == nil {
-					it.pack(d)
-				}
-				return true
-			})
-		}
 	}
 	c.mu.Lock()
 	c.tree = tree
@@ -433,6 +424,50 @@ func (c *Cache) apply(evs []*clientv3.Event) {
 			o.event(ev)
 		}
 	}
+}
+
+// decodeAll decodes (and packs) a page of a load, split across the CPUs:
+// a restart with a million objects stored decodes them all. An object the
+// store cannot read (encrypted with a key no longer configured) or decode
+// is left out, loudly (nil): the others are served, and reading that
+// object fails with the reason.
+func (c *Cache) decodeAll(ctx context.Context, kvs []*KV) []*Item {
+	out := make([]*Item, len(kvs))
+	d := c.dict.Load()
+	one := func(i int) {
+		kv := kvs[i]
+		value, err := c.store.fromStorage(ctx, kv.Key, kv.Value)
+		if err != nil {
+			c.log.Error("watch cache: unreadable object left out", "key", kv.Key, "err", err)
+			return
+		}
+		it, err := c.decode(kv.Key, value, kv.ModRevision)
+		if err != nil {
+			c.log.Error("watch cache: undecodable object skipped", "key", kv.Key, "err", err)
+			return
+		}
+		it.memo = &Memo{}
+		it.pack(d)
+		out[i] = it
+	}
+	parts := min(runtime.GOMAXPROCS(0), len(kvs)/256)
+	if parts < 2 {
+		for i := range kvs {
+			one(i)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	size := (len(kvs) + parts - 1) / parts
+	for p := range parts {
+		wg.Go(func() {
+			for i := p * size; i < min((p+1)*size, len(kvs)); i++ {
+				one(i)
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // record appends ev to the history ring, dropping the oldest events when
@@ -653,7 +688,6 @@ type CachedList struct {
 
 // List returns the cached items that match, in key order.
 func (c *Cache) List(o ListOptions) CachedList {
-	c.reading()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return listTree(c.tree, c.rev, c.prefix, o)
@@ -665,7 +699,6 @@ func (c *Cache) List(o ListOptions) CachedList {
 // be told (rev is older than the history or later than the cache) or a
 // key of the range changed: the page is then etcd's to give.
 func (c *Cache) ListAt(o ListOptions, rev int64) (CachedList, bool) {
-	c.reading()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if !c.ready || rev > c.rev || rev < c.oldest {

@@ -10,8 +10,8 @@ import (
 
 // When a cache packs its objects (see pack.go): once it holds dictAfter
 // of them, it makes a dictionary of dictSamples of them (at most dictSize
-// bytes), and packs what it takes in while it is cold: no list (or watch
-// from its state) served within coldAfter.
+// bytes), and packs what it loads, and what it takes in while it is cold:
+// no client's list (or watch from its state) within coldAfter (Reading).
 const (
 	dictSamples = 256
 	dictSize    = 32 << 10
@@ -20,8 +20,10 @@ const (
 
 var dictAfter = 2048 // a variable for tests
 
-// reading notes that the cache's state is being read as a whole.
-func (c *Cache) reading() {
+// Reading tells the cache that a client is reading its state as a whole
+// (a list, a watch from its state): what it takes in within coldAfter is
+// kept as it is. The server's own scans of a cache do not count.
+func (c *Cache) Reading() {
 	now := time.Now().UnixNano()
 	// Written at most once a second: lists of many clients share the line.
 	if now-c.readAt.Load() > int64(time.Second) {
@@ -29,13 +31,13 @@ func (c *Cache) reading() {
 	}
 }
 
-// cold reports whether no list was served within coldAfter.
+// cold reports whether no client read the cache within coldAfter.
 func (c *Cache) cold() bool {
 	return time.Now().UnixNano()-c.readAt.Load() > int64(coldAfter)
 }
 
 // packDict is the dictionary to pack an object taken in now with: nil
-// while the cache is read, or has none.
+// while clients read the cache, or it has none.
 func (c *Cache) packDict() *s2.Dict {
 	d := c.dict.Load()
 	if d == nil || !c.cold() {
@@ -85,4 +87,13 @@ func buildDict(samples [][]byte) *s2.Dict {
 		return nil
 	}
 	return s2.NewDict(b)
+}
+
+// NewPackedItem gives it an empty memo and keeps it packed with a
+// dictionary made of samples, as a cold cache keeps its objects, and
+// returns it: for tests of the cache's users.
+func NewPackedItem(it *Item, samples [][]byte) *Item {
+	it.memo = &Memo{}
+	it.pack(buildDict(samples))
+	return it
 }

@@ -15,7 +15,7 @@ import (
 //     each, mostly schema text that compresses ten times): zstd, the
 //     fastest level (about a gigabyte a second back).
 //   - Once a cache holds dictAfter objects, the objects it takes in while
-//     nobody lists it (cold: see Cache.reading) are compressed with a
+//     no client lists it (cold: see Cache.Reading) are compressed with a
 //     dictionary made from its own objects (S2, klauspost/compress): a
 //     resource's objects share their keys, their managers, most of their
 //     values, and a kilobyte object keeps about a quarter of its size,

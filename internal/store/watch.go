@@ -256,7 +256,6 @@ func (c *Cache) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 		done:      make(chan struct{}),
 	}
 	if o.FromState {
-		c.reading()
 		lo := c.prefix
 		if o.Namespace != "" {
 			lo = w.prefix
