@@ -504,8 +504,11 @@ type objectsResult struct {
 	WatchList   *watchListRun `json:"watch_list,omitempty"`
 	Watch       *watchLatency `json:"watch,omitempty"`
 	Serving     *servingRun   `json:"serving,omitempty"`
-	Failures    []failure     `json:"failures,omitempty"`
-	Error       string        `json:"error,omitempty"`
+	// GETs sent again after a 429 (the reference answers "storage is
+	// (re)initializing" for a while after a CRD is Established).
+	Retries429 int64     `json:"retries_after_429,omitempty"`
+	Failures   []failure `json:"failures,omitempty"`
+	Error      string    `json:"error,omitempty"`
 }
 
 // objectsRun is one crdbench objects run.
@@ -527,6 +530,7 @@ type objectsRun struct {
 	wait     time.Duration
 	rss      namedPIDs
 	exact    bool // Preexisting is known: a list must hold exactly Objects + Preexisting items
+	retries  atomic.Int64
 }
 
 // whole reports whether a list of items holds every object, and says what
@@ -546,6 +550,32 @@ func (o *objectsRun) failf(phaseName, method, u string, code int, format string,
 	f := failure{Phase: phaseName, Method: method, Path: strings.TrimPrefix(u, o.c.base), Status: code, Error: fmt.Sprintf(format, a...)}
 	o.Failures = append(o.Failures, f)
 	log.Printf("%s FAILED: %s", phaseName, f.Error)
+}
+
+// send sends a GET with the streaming client and, as client-go does, sends
+// it again after a 429's Retry-After (1 s if none, at most 10 s), at most
+// 10 times; the retries are counted in Retries429. It returns when the
+// answered attempt was sent: the figures time that attempt.
+func (o *objectsRun) send(ctx context.Context, u string) (*http.Response, time.Time, error) {
+	for attempt := 0; ; attempt++ {
+		t0 := time.Now()
+		resp, err := o.stream.send(ctx, http.MethodGet, u, nil)
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests || attempt == 10 {
+			return resp, t0, err
+		}
+		after := time.Second
+		if v, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && v >= 0 && v <= 10 {
+			after = time.Duration(v) * time.Second
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		o.retries.Add(1)
+		select {
+		case <-ctx.Done():
+			return nil, t0, ctx.Err()
+		case <-time.After(after):
+		}
+	}
 }
 
 // phaseCtx is the run's context bounded by -limit.
@@ -624,7 +654,7 @@ func runObjects(args []string) error {
 	} else {
 		err = o.measure(*resource == "crd", *skipFill)
 	}
-	o.Protocol, o.LoadEnd = c.protocol(), loadavg()
+	o.Protocol, o.LoadEnd, o.Retries429 = c.protocol(), loadavg(), o.retries.Load()
 	if ctx.Err() != nil {
 		err = errors.New("interrupted")
 	}
@@ -744,8 +774,7 @@ func (o *objectsRun) listOnce() (fullList, error) {
 	ctx, cancel := o.phaseCtx()
 	defer cancel()
 	var l fullList
-	t0 := time.Now()
-	resp, err := o.stream.send(ctx, http.MethodGet, o.coll, nil)
+	resp, t0, err := o.send(ctx, o.coll)
 	if err != nil {
 		return l, err
 	}
@@ -826,9 +855,8 @@ func (o *objectsRun) paged() {
 			o.failf("paged", http.MethodGet, u, 0, "still a continue token after %d pages", page-1)
 			return
 		}
-		t1 := time.Now()
-		code, b, err := o.stream.do(ctx, http.MethodGet, u, nil)
-		lat = append(lat, time.Since(t1))
+		code, b, d, err := o.get(ctx, u)
+		lat = append(lat, d)
 		if err != nil || code != http.StatusOK {
 			o.failf("paged", http.MethodGet, u, code, "page %d: %v %s", page, err, truncate(b, 300))
 			return
@@ -859,6 +887,18 @@ func (o *objectsRun) paged() {
 	}
 }
 
+// get is a GET by send, read whole, timed from the answered attempt's
+// sending to its last byte.
+func (o *objectsRun) get(ctx context.Context, u string) (int, []byte, time.Duration, error) {
+	resp, t0, err := o.send(ctx, u)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, time.Since(t0), err
+}
+
 func medianOfMs(d []time.Duration) float64 {
 	v := make([]float64, len(d))
 	for i, x := range d {
@@ -876,8 +916,7 @@ func (o *objectsRun) watchList() {
 	u := o.coll + "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=" + strconv.Itoa(int(o.limit.Seconds()))
 	wl := &watchListRun{}
 	o.WatchList = wl
-	t0 := time.Now()
-	resp, err := o.stream.send(ctx, http.MethodGet, u, nil)
+	resp, t0, err := o.send(ctx, u)
 	if err != nil {
 		o.failf("watch-list", http.MethodGet, u, 0, "%v", err)
 		return
@@ -941,9 +980,19 @@ func readWatchList(body io.Reader, t0 time.Time, wl *watchListRun) error {
 }
 
 // listRV is the collection's resourceVersion, from a list of one item.
-func (o *objectsRun) listRV(ctx context.Context) (string, int, error) {
+// With retry, a 429 is sent again (send); without, it is the answer.
+func (o *objectsRun) listRV(ctx context.Context, retry bool) (string, int, error) {
 	var l pageOf
-	code, err := o.c.getJSON(ctx, o.coll+"?limit=1", "application/json", &l)
+	var code int
+	var err error
+	if retry {
+		var b []byte
+		if code, b, _, err = o.get(ctx, o.coll+"?limit=1"); err == nil && code == http.StatusOK {
+			err = json.Unmarshal(b, &l)
+		}
+	} else {
+		code, err = o.c.getJSON(ctx, o.coll+"?limit=1", "application/json", &l)
+	}
 	if err == nil && code == http.StatusOK && l.Metadata.ResourceVersion == "" {
 		err = errors.New("no resourceVersion in the list")
 	}
@@ -959,7 +1008,7 @@ func (o *objectsRun) watchLatency() {
 	o.Watch = wl
 	ctx, cancel := context.WithTimeout(o.ctx, time.Minute+time.Duration(o.updates)*(o.interval+10*time.Second)+o.wait)
 	defer cancel()
-	rv, code, err := o.listRV(ctx)
+	rv, code, err := o.listRV(ctx, true)
 	if err != nil || code != http.StatusOK {
 		o.failf("watch", http.MethodGet, o.coll+"?limit=1", code, "%v", err)
 		return
@@ -1028,8 +1077,7 @@ func (o *objectsRun) watchLatency() {
 // and books each MODIFIED event carrying seqAnnotation until it has every
 // patch's.
 func (o *objectsRun) follow(ctx context.Context, u string, w int, book *deliveryBook, open *time.Duration, opened *atomic.Int64) error {
-	t0 := time.Now()
-	resp, err := o.stream.send(ctx, http.MethodGet, u, nil)
+	resp, t0, err := o.send(ctx, u)
 	if err != nil {
 		return err
 	}
@@ -1136,7 +1184,7 @@ func (o *objectsRun) servingPhase(t0 time.Time) error {
 		poll(o.coll+"?limit=1", &s.ListMs, func(ctx context.Context) (int, error) {
 			var code int
 			var err error
-			rv, code, err = o.listRV(ctx)
+			rv, code, err = o.listRV(ctx, false)
 			return code, err
 		})
 		poll(getURL, &s.GetMs, func(ctx context.Context) (int, error) {

@@ -223,6 +223,22 @@ func TestListOnceAndFullLists(t *testing.T) {
 	}
 }
 
+func TestRetryAfter429(t *testing.T) {
+	calls := 0
+	o := testRun(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls++; calls <= 2 {
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"kind":"Status","code":429,"message":"storage is (re)initializing"}`, http.StatusTooManyRequests)
+			return
+		}
+		_, _ = w.Write([]byte(cannedList(cannedItems())))
+	}), 3)
+	l, err := o.listOnce()
+	if err != nil || l.Status != 200 || l.Items != 3 || calls != 3 || o.retries.Load() != 2 {
+		t.Fatalf("list after two 429s: %+v, %v; %d calls, %d retries", l, err, calls, o.retries.Load())
+	}
+}
+
 // watchStream writes the events, one line each, flushing after each.
 func watchStream(events ...string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
