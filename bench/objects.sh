@@ -26,7 +26,7 @@
 # Results: bench/results/objects-<server>-<resource>-<n>.json and …-restart.json, and the
 # summary bench/results/objects.md. Environment: SIZES, RESOURCES, REF, REF_SIZES, KUBE, REFDIR
 # (/work/shared/reference), CONC (16), SETTLE (5, seconds), LIMIT (30m, each phase of crdbench),
-# RUN_TIMEOUT (7200, seconds, each crdbench run), REV (empty: crdserver built from the working
+# RUN_TIMEOUT (7200, seconds, each crdbench run), OUT (bench/results: where the results go), REV (empty: crdserver built from the working
 # tree; a commit: built at that commit in a temporary git worktree). Every server listens on
 # 127.0.0.1 only.
 set -euo pipefail
@@ -44,7 +44,7 @@ SETTLE=${SETTLE:-5}
 LIMIT=${LIMIT:-30m}
 RUN_TIMEOUT=${RUN_TIMEOUT:-7200}
 REV=${REV:-}
-OUT=$ROOT/bench/results
+OUT=${OUT:-$ROOT/bench/results}
 mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/crdbench-objects.XXXXXX)
 PID=         # the crdserver this script runs
