@@ -409,6 +409,8 @@ type pagedWalk struct {
 	Pages           int     `json:"pages"`
 	Items           int     `json:"items"`
 	Unique          int     `json:"unique_names"`
+	Ours            int     `json:"objects_found"` // of the -n objects, by name
+	Others          int     `json:"other_objects"`
 	Ms              float64 `json:"ms"`
 	FirstPageMs     float64 `json:"first_page_ms"`
 	First10MedianMs float64 `json:"first_10_pages_median_ms"`
@@ -486,9 +488,8 @@ type objectsResult struct {
 	RSSProcs    []string `json:"rss_processes,omitempty"`
 	CRDCreated  bool     `json:"crd_created,omitempty"`
 	// Objects in the collection before the fill (a namespace's
-	// kube-root-ca.crt ConfigMap): the lists must hold them too. With
-	// -skip-fill and -serving they are not known, and a list of at least
-	// -n items is taken as whole.
+	// kube-root-ca.crt ConfigMap, which kube-controller-manager may also
+	// publish later): the lists hold them too. See consistent.
 	Preexisting     int         `json:"preexisting_objects"`
 	EstablishedMs   float64     `json:"established_ms,omitempty"`
 	Idle            *memReading `json:"rss_idle,omitempty"`
@@ -529,17 +530,34 @@ type objectsRun struct {
 	interval time.Duration
 	wait     time.Duration
 	rss      namedPIDs
-	exact    bool // Preexisting is known: a list must hold exactly Objects + Preexisting items
 	retries  atomic.Int64
 }
 
-// whole reports whether a list of items holds every object, and says what
-// it wanted.
+// whole reports whether a list of items can hold every object (the
+// collection may hold others: see consistent), and says what it wanted.
 func (o *objectsRun) whole(items int) (bool, string) {
-	if o.exact {
-		return items == o.Objects+o.Preexisting, fmt.Sprintf("want %d (%d objects + %d there before)", o.Objects+o.Preexisting, o.Objects, o.Preexisting)
-	}
 	return items >= o.Objects, fmt.Sprintf("want at least %d", o.Objects)
+}
+
+// consistent checks that each full list and the watch-list held as many
+// items as the paged walk, which checked every name (each of the -n
+// objects once, and Others besides).
+func (o *objectsRun) consistent() {
+	w := o.Paged
+	if w == nil || w.Phase == nil || w.Ours != o.Objects {
+		return // the walk failed: that is its failure
+	}
+	if o.Lists != nil {
+		for k, l := range o.Lists.Rounds {
+			if l.Status == http.StatusOK && l.Items != w.Items {
+				o.failf("full-list", http.MethodGet, o.coll, l.Status, "list %d: %d items, the paged walk %d", k+1, l.Items, w.Items)
+				break
+			}
+		}
+	}
+	if wl := o.WatchList; wl != nil && wl.BookmarkReached && wl.Added != w.Items {
+		o.failf("watch-list", http.MethodGet, o.coll, wl.Status, "%d ADDED events before initial-events-end, the paged walk %d items", wl.Added, w.Items)
+	}
 }
 
 // failf records a failure of a phase.
@@ -675,7 +693,7 @@ func (o *objectsRun) measure(crd, skipFill bool) error {
 			o.failf("count", http.MethodGet, o.coll, l.Status, "%v", err)
 			return err
 		}
-		o.Preexisting, o.exact = l.Items, true
+		o.Preexisting = l.Items
 		o.Idle = readMemOf(o.rss)
 		if err := o.fill(); err != nil {
 			return err
@@ -693,6 +711,7 @@ func (o *objectsRun) measure(crd, skipFill bool) error {
 		}
 		step()
 	}
+	o.consistent()
 	if o.Idle != nil && o.Filled != nil {
 		o.BytesPerObject = math3((o.Filled.TotalMiB - o.Idle.TotalMiB) * (1 << 20) / float64(o.Objects))
 		if o.ServedBytes > 0 {
@@ -882,8 +901,14 @@ func (o *objectsRun) paged() {
 	w.FirstPageMs, w.P99Ms, w.MaxMs = ms(lat[0]), ph.P99Ms, ph.MaxMs
 	w.First10MedianMs, w.Last10MedianMs = medianOfMs(lat[:min(10, len(lat))]), medianOfMs(lat[max(0, len(lat)-10):])
 	log.Printf("paged: %d pages of %d in %.0f ms; first %.1f ms, median of the first 10 %.1f ms, of the last 10 %.1f ms", w.Pages, o.page, w.Ms, w.FirstPageMs, w.First10MedianMs, w.Last10MedianMs)
-	if ok, want := o.whole(w.Items); !ok || w.Unique != w.Items {
-		o.failf("paged", http.MethodGet, o.coll, 200, "the walk returned %d items, %d names; %s, each once", w.Items, w.Unique, want)
+	for i := range o.Objects {
+		if _, ok := seen[o.name(i)]; ok {
+			w.Ours++
+		}
+	}
+	w.Others = w.Unique - w.Ours
+	if w.Ours != o.Objects || w.Unique != w.Items {
+		o.failf("paged", http.MethodGet, o.coll, 200, "the walk returned %d items, %d distinct names, %d of the %d objects", w.Items, w.Unique, w.Ours, o.Objects)
 	}
 }
 

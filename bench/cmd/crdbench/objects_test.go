@@ -184,7 +184,7 @@ func testRun(t *testing.T, h http.Handler, n int) *objectsRun {
 	return &objectsRun{objectsResult: &objectsResult{Objects: n}, ctx: context.Background(), c: c,
 		stream: &client{hc: &http.Client{Transport: c.hc.Transport}, base: c.base, u: c.u},
 		coll:   c.base + "/apis/scale.example.com/v1/namespaces/default/releases", name: releaseName,
-		limit: 30 * time.Second, page: 2, lists: 2, exact: true}
+		limit: 30 * time.Second, page: 2, lists: 2}
 }
 
 func TestListOnceAndFullLists(t *testing.T) {
@@ -218,7 +218,7 @@ func TestListOnceAndFullLists(t *testing.T) {
 	}
 	o.Objects = 51 // the list now misses one
 	o.fullLists()
-	if len(o.Failures) != 1 || !strings.Contains(o.Failures[0].Error, "50 items, want 51") {
+	if len(o.Failures) != 1 || !strings.Contains(o.Failures[0].Error, "50 items, want at least 51") {
 		t.Fatalf("a list short of one item: failures %v", o.Failures)
 	}
 }
@@ -359,30 +359,42 @@ func TestPaged(t *testing.T) {
 	o := testRun(t, pagesHandler(names, false), 25)
 	o.page = 2
 	o.paged()
-	if w := o.Paged; len(o.Failures) != 0 || w.Pages != 13 || w.Items != 25 || w.Unique != 25 || w.Phase.Requests != 13 || w.FirstPageMs <= 0 {
+	if w := o.Paged; len(o.Failures) != 0 || w.Pages != 13 || w.Items != 25 || w.Unique != 25 || w.Ours != 25 || w.Others != 0 || w.Phase.Requests != 13 || w.FirstPageMs <= 0 {
 		t.Fatalf("walk: %+v, failures %v", o.Paged, o.Failures)
 	}
 	o = testRun(t, pagesHandler(names, true), 25)
 	o.page = 10
-	if o.paged(); len(o.Failures) != 1 || !strings.Contains(o.Failures[0].Error, "25 items, 23 names") {
+	if o.paged(); len(o.Failures) != 1 || !strings.Contains(o.Failures[0].Error, "25 items, 23 distinct names, 23 of the 25") {
 		t.Fatalf("a walk with a name twice: %v", o.Failures)
+	}
+	// Another object besides the 25: counted apart, not a failure.
+	o = testRun(t, pagesHandler(append(names, "kube-root-ca.crt"), false), 25)
+	o.page = 10
+	if o.paged(); len(o.Failures) != 0 || o.Paged.Ours != 25 || o.Paged.Others != 1 || o.Paged.Items != 26 {
+		t.Fatalf("a walk with another object: %+v, %v", o.Paged, o.Failures)
 	}
 }
 
-func TestWhole(t *testing.T) {
-	o := &objectsRun{objectsResult: &objectsResult{Objects: 10, Preexisting: 1}, exact: true}
+func TestWholeAndConsistent(t *testing.T) {
+	o := testRun(t, http.NotFoundHandler(), 10)
 	if ok, _ := o.whole(11); !ok {
-		t.Error("11 items of 10 objects + 1 there before: not whole")
+		t.Error("11 items of 10 objects: not whole")
 	}
-	if ok, want := o.whole(10); ok || !strings.Contains(want, "want 11") {
-		t.Errorf("10 items of 11: whole (%s)", want)
+	if ok, want := o.whole(9); ok || !strings.Contains(want, "at least 10") {
+		t.Errorf("9 items of 10 objects: whole (%s)", want)
 	}
-	o.exact = false
-	if ok, _ := o.whole(12); !ok {
-		t.Error("not exact: 12 items of at least 10 not whole")
+	// The walk found the 10 and one other: every list must hold 11.
+	ph := phase{Requests: 1}
+	o.Paged = &pagedWalk{Items: 11, Unique: 11, Ours: 10, Others: 1, Phase: &ph}
+	o.Lists = &fullLists{Rounds: []fullList{{Status: 200, Items: 11}, {Status: 200, Items: 11}}}
+	o.WatchList = &watchListRun{Status: 200, Added: 11, BookmarkReached: true}
+	if o.consistent(); len(o.Failures) != 0 {
+		t.Fatalf("consistent phases: %v", o.Failures)
 	}
-	if ok, _ := o.whole(9); ok {
-		t.Error("not exact: 9 items of at least 10 whole")
+	o.Lists.Rounds[1].Items, o.WatchList.Added = 10, 12
+	if o.consistent(); len(o.Failures) != 2 || !strings.Contains(o.Failures[0].Error, "list 2: 10 items, the paged walk 11") ||
+		!strings.Contains(o.Failures[1].Error, "12 ADDED") {
+		t.Fatalf("a list short of one, a watch-list with one more: %v", o.Failures)
 	}
 }
 
