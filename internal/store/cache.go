@@ -92,10 +92,13 @@ type Cache struct {
 
 	// dict is the dictionary the cache packs its objects with while cold
 	// (built once it holds dictAfter objects; building says a build runs);
-	// readAt is when a client last read it whole (Reading; unix nanoseconds).
-	dict     atomic.Pointer[s2.Dict]
-	building atomic.Bool
-	readAt   atomic.Int64
+	// readAt and readBefore are when clients last read it whole, and
+	// before that (Reading; unix nanoseconds).
+	dict               atomic.Pointer[s2.Dict]
+	building           atomic.Bool
+	readAt, readBefore atomic.Int64
+	// sweeping says a sweep is scheduled or runs (cold.go).
+	sweeping atomic.Bool
 
 	// followCancel ends the current etcd watch (tests break it with it);
 	// beforeResume, when set, runs before a failed watch is resumed.

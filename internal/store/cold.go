@@ -10,30 +10,104 @@ import (
 
 // When a cache packs its objects (see pack.go): once it holds dictAfter
 // of them, it makes a dictionary of dictSamples of them (at most dictSize
-// bytes), and packs what it loads, and what it takes in while it is cold:
-// no client's list (or watch from its state) within coldAfter (Reading).
+// bytes), and packs what it loads, and what it takes in while it is cold
+// (Reading); a sweep packs the rest once it is cold again.
 const (
 	dictSamples = 256
 	dictSize    = 32 << 10
-	coldAfter   = time.Minute
+	sweepBatch  = 1024
 )
 
-var dictAfter = 2048 // a variable for tests
+// Variables for tests.
+var (
+	dictAfter = 2048
+	coldAfter = time.Minute
+)
 
 // Reading tells the cache that a client is reading its state as a whole
-// (a list, a watch from its state): what it takes in within coldAfter is
-// kept as it is. The server's own scans of a cache do not count.
+// (a list, a watch from its state). A cache read so in two seconds within
+// coldAfter is hot: what it takes in is kept as it is. One list (an
+// informer starting) leaves it cold. The server's own scans of a cache do
+// not count.
 func (c *Cache) Reading() {
 	now := time.Now().UnixNano()
 	// Written at most once a second: lists of many clients share the line.
-	if now-c.readAt.Load() > int64(time.Second) {
-		c.readAt.Store(now)
+	if last := c.readAt.Load(); now-last > int64(time.Second) && c.readAt.CompareAndSwap(last, now) {
+		c.readBefore.Store(last)
+	}
+	c.sweepLater()
+}
+
+// sweepLater makes sure a sweep runs once the cache is cold again: what it
+// took in while clients read it, and before it had a dictionary, is then
+// packed too.
+func (c *Cache) sweepLater() {
+	if c.sweeping.CompareAndSwap(false, true) {
+		time.AfterFunc(coldAfter+coldAfter/60, c.sweepWhenCold)
 	}
 }
 
-// cold reports whether no client read the cache within coldAfter.
+// sweepWhenCold sweeps the cache if it is cold, or waits until it is.
+func (c *Cache) sweepWhenCold() {
+	if wait := time.Duration(c.readBefore.Load() + int64(coldAfter) - time.Now().UnixNano()); wait > 0 {
+		time.AfterFunc(wait+coldAfter/60, c.sweepWhenCold)
+		return
+	}
+	c.sweep()
+	c.sweeping.Store(false)
+}
+
+// sweep packs the cache's items kept as they are, sweepBatch at a time,
+// each away from the cache's lock; an item is replaced by its packed copy
+// (the same state, memo and origin) unless it changed meanwhile. It stops
+// when clients read the cache again.
+func (c *Cache) sweep() {
+	d := c.dict.Load()
+	if d == nil {
+		return
+	}
+	start := ""
+	for c.cold() {
+		var raw []*Item
+		n := 0
+		c.mu.RLock()
+		if c.stopped {
+			c.mu.RUnlock()
+			return
+		}
+		c.tree.AscendGreaterOrEqual(&Item{Key: start}, func(it *Item) bool {
+			n++
+			start = it.Key + "\x00"
+			if it.packed == nil && len(it.Raw) > 0 && len(it.Raw) < packAbove {
+				raw = append(raw, it)
+			}
+			return n < sweepBatch
+		})
+		c.mu.RUnlock()
+		packed := make([]*Item, len(raw))
+		for i, it := range raw {
+			cp := *it
+			if cp.pack(d); cp.packed != nil {
+				packed[i] = &cp
+			}
+		}
+		c.mu.Lock()
+		for i, cp := range packed {
+			if cur, ok := c.tree.Get(raw[i]); ok && cur == raw[i] && cp != nil {
+				c.tree.ReplaceOrInsert(cp)
+			}
+		}
+		c.mu.Unlock()
+		if n < sweepBatch {
+			return
+		}
+	}
+}
+
+// cold reports whether clients read the cache in two seconds within
+// coldAfter.
 func (c *Cache) cold() bool {
-	return time.Now().UnixNano()-c.readAt.Load() > int64(coldAfter)
+	return time.Now().UnixNano()-c.readBefore.Load() > int64(coldAfter)
 }
 
 // packDict is the dictionary to pack an object taken in now with: nil
@@ -57,6 +131,9 @@ func (c *Cache) grown() {
 	go func() {
 		if d := buildDict(samples); d != nil {
 			c.dict.Store(d)
+			// The objects taken in before it are packed once the
+			// cache is cold.
+			c.sweepLater()
 			return
 		}
 		// None could be made of these (objects that share nothing): try

@@ -948,7 +948,7 @@ func TestGuardedWritesWithLostAnswer(t *testing.T) {
 // those it loads, and those it applies; read back, each is what was
 // stored. Objects applied while the cache is listed are kept as they are.
 func TestColdItemsPacked(t *testing.T) {
-	defer func(n int) { dictAfter = n }(dictAfter)
+	defer func(n int, d time.Duration) { dictAfter, coldAfter = n, d }(dictAfter, coldAfter)
 	dictAfter = 64
 	s := startStore(t)
 	ctx := context.Background()
@@ -1025,7 +1025,13 @@ func TestColdItemsPacked(t *testing.T) {
 	if l := applied.List(ListOptions{}); len(l.Items) != 200 || applied.packDict() == nil {
 		t.Fatalf("list: %d items; packs: %v", len(l.Items), applied.packDict() != nil)
 	}
-	// Read by clients: what it takes in now stays as it is.
+	// Read by a client once (an informer starting): still cold.
+	applied.Reading()
+	if applied.packDict() == nil {
+		t.Fatal("one list made the cache hot")
+	}
+	// Read by clients in two seconds: what it takes in now stays as it is.
+	applied.readAt.Add(-int64(2 * time.Second))
 	applied.Reading()
 	key := "/q/ns/r9999"
 	rev, err := s.Create(ctx, key, value(9999), WriteOptions{})
@@ -1039,6 +1045,32 @@ func TestColdItemsPacked(t *testing.T) {
 	if it := check(applied, key); it.Packed() {
 		t.Fatal("an object taken in while the cache is listed is packed")
 	}
+	// Cold again: the sweep packs it, and those taken in before the
+	// dictionary; each reads back as stored, and the next write of one
+	// replaces it as any write does.
+	coldAfter = 50 * time.Millisecond
+	applied.sweeping.Store(false) // the sweep scheduled with the minute
+	applied.sweepLater()
+	if !pollUntil(t, func() bool {
+		it, _ := applied.Get(key)
+		first, _ := applied.Get("/q/ns/r0000")
+		return it.Packed() && first.Packed()
+	}) {
+		t.Fatal("the sweep did not pack what the cache kept as it was")
+	}
+	for i := range 200 {
+		check(applied, fmt.Sprintf("/q/ns/r%04d", i))
+	}
+	check(applied, key)
+	rev, _, err = s.Update(ctx, key, value(7), rev, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[key], _ = jsonraw.SetResourceVersion(value(7), rev)
+	if err := applied.WaitFresh(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	check(applied, key)
 }
 
 // pollUntil polls cond every 5 ms for up to 10 s.
