@@ -330,6 +330,7 @@ func runReport(args []string) error {
 	fails = append(fails, crdsReport(*dir, p)...)
 	fails = append(fails, apfReport(*dir, p)...)
 	usageReport(*dir, p)
+	objectsReport(*dir, p)
 	goTargets, goFails := goBenchReport(*dir, p)
 	fails = append(fails, goFails...)
 
@@ -410,6 +411,14 @@ func runReport(args []string) error {
 // ran: what recording who calls each version costs.
 func usageReport(dir string, p func(string, ...any)) {
 	if b, err := os.ReadFile(filepath.Join(dir, "usage.md")); err == nil {
+		p("%s\n", strings.TrimSpace(string(b))+"\n")
+	}
+}
+
+// objectsReport copies the section bench/objects.sh wrote (objects.md), if
+// it ran: many objects' memory, lists, watches and restart.
+func objectsReport(dir string, p func(string, ...any)) {
+	if b, err := os.ReadFile(filepath.Join(dir, "objects.md")); err == nil {
 		p("%s\n", strings.TrimSpace(string(b))+"\n")
 	}
 }
