@@ -318,6 +318,25 @@ func cachedPage(l store.CachedList, sel *selection) *page {
 	return p
 }
 
+// storedAs reports whether conv, None, serves every item as it is cached
+// in version to: each is stored in it (what the cache's index of the item
+// says, without reading the item).
+func storedAs(conv conversion.Converter, items []*store.Item, to string) bool {
+	if _, none := conv.(conversion.None); !none {
+		return false
+	}
+	for _, it := range items {
+		v, ok := it.Meta.(*Versions)
+		if l, isL := it.Meta.(*Lifecycle); isL && l.Versions != nil {
+			v, ok = l.Versions, true
+		}
+		if !ok || v.APIVersion != to {
+			return false
+		}
+	}
+	return true
+}
+
 // stored returns the page's objects as stored.
 func (p *page) stored() [][]byte {
 	if p.cached == nil {
@@ -460,8 +479,12 @@ func (c *call) list() {
 	case p.cached != nil && t.As == request.AsObject && t.Format == request.FormatJSON && !t.Pretty:
 		// Written as read: objects kept compressed are uncompressed as
 		// they are written (writeList).
-		items, err = conversion.ItemsLazy(c.ctx, c.res.Converter, p.cached, c.apiVersion())
-		if err != nil {
+		if storedAs(c.res.Converter, p.cached, c.apiVersion()) {
+			items = make([][]byte, len(p.cached))
+			for i, it := range p.cached {
+				items[i] = it.Raw // nil if packed
+			}
+		} else if items, err = conversion.ItemsLazy(c.ctx, c.res.Converter, p.cached, c.apiVersion()); err != nil {
 			err = asStatus(err)
 		}
 		lazy = true

@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/crdserver/crdserver/internal/conversion"
 	"github.com/crdserver/crdserver/internal/request"
 	"github.com/crdserver/crdserver/internal/store"
 )
@@ -332,5 +333,31 @@ func TestListWhileCacheLoads(t *testing.T) {
 	cur, _ := e.h.Store.CurrentRevision(ctx)
 	if !slices.Equal(names, []string{"a", "b", "c", "d", "e"}) || l.Metadata.ResourceVersion != itoa(cur) {
 		t.Fatalf("list while loading: %v at %s", names, l.Metadata.ResourceVersion)
+	}
+}
+
+// storedAs: with None, items the cache's index says are stored in the
+// version asked for are served as cached; any other version, converter or
+// an item with no index is not.
+func TestStoredAs(t *testing.T) {
+	item := func(name, extra string) *store.Item {
+		it, err := DecodeItem("/registry/configmaps/ns/"+name, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`","namespace":"ns"`+extra+`}}`), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it
+	}
+	items := []*store.Item{item("a", ""), item("b", `,"finalizers":["x"]`)}
+	if !storedAs(conversion.None{}, items, "v1") {
+		t.Error("stored in v1, asked for v1: not served as cached")
+	}
+	if storedAs(conversion.None{}, items, "v2") {
+		t.Error("stored in v1, asked for v2: served as cached")
+	}
+	if storedAs(conversion.Failing{}, items, "v1") {
+		t.Error("another converter: served as cached")
+	}
+	if storedAs(conversion.None{}, append(items, store.NewCachedItem(&store.Item{Key: "/registry/configmaps/ns/c", Raw: []byte(`{"apiVersion":"v1"}`)})), "v1") {
+		t.Error("an item with no index: served as cached")
 	}
 }
