@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crdserver/crdserver/internal/store"
 	"github.com/crdserver/crdserver/server"
 )
 
@@ -407,5 +408,53 @@ func TestLargeListStreamed(t *testing.T) {
 	// A list within one page of a paged walk is the same items.
 	if r := e.do("GET", ctPath+"?limit=299", ""); r.code != 200 || !bytes.Contains(body, []byte(`"name":"s298"`)) {
 		t.Fatalf("page: %d", r.code)
+	}
+}
+
+// TestPackedObjectsListed: objects a cold cache keeps compressed are
+// listed, paged, got and watched as written, and a list of them over a
+// mebibyte streams them whole.
+func TestPackedObjectsListed(t *testing.T) {
+	defer store.PackAfterForTests(32)()
+	e := start(t)
+	e.createCRD(cronTabCRD(t))
+	const n = 400
+	want := map[string]string{}
+	for i := range n {
+		image := fmt.Sprintf("registry.example.com/team-%d/app-%d:%x", i%7, i%13, i*7919) + strings.Repeat("-x", 1200)
+		want[fmt.Sprintf("p%03d", i)] = image
+		if r := e.do("POST", ctPath, fmt.Sprintf(`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"p%03d","labels":{"team":"t%d"}},"spec":{"image":%q}}`, i, i%7, image)); r.code != 201 {
+			t.Fatalf("create: %d %s", r.code, r.body)
+		}
+	}
+	check := func(what string, body []byte) {
+		t.Helper()
+		var l struct {
+			Items []struct {
+				Metadata struct{ Name string }
+				Spec     struct{ Image string }
+			}
+		}
+		if err := json.Unmarshal(body, &l); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for _, it := range l.Items {
+			if want[it.Metadata.Name] != it.Spec.Image {
+				t.Fatalf("%s: %s has image %q, want %q", what, it.Metadata.Name, it.Spec.Image, want[it.Metadata.Name])
+			}
+		}
+		if what == "list" && len(l.Items) != n {
+			t.Fatalf("list: %d items", len(l.Items))
+		}
+	}
+	r := e.do("GET", ctPath, "")
+	if r.code != 200 || len(r.body) < 1<<20 {
+		t.Fatalf("list: %d, %d bytes", r.code, len(r.body))
+	}
+	check("list", r.body)
+	check("page", e.do("GET", ctPath+"?limit=150", "").body)
+	check("selected", e.do("GET", ctPath+"?labelSelector=team%3Dt3", "").body)
+	if r := e.do("GET", ctPath+"/p399", ""); r.code != 200 || !strings.Contains(string(r.body), want["p399"]) {
+		t.Fatalf("get: %d %.200s", r.code, r.body)
 	}
 }

@@ -235,7 +235,7 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 				tree.ReplaceOrInsert(it)
 			}
 		}
-		if c.dict.Load() == nil && tree.Len() >= dictAfter {
+		if c.dict.Load() == nil && tree.Len() >= dictAfter() {
 			// The dictionary is made of the objects loaded so far, which
 			// are then packed with it (nobody else holds them yet), as
 			// are the next pages' as they are decoded: a load packs

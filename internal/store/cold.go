@@ -1,6 +1,7 @@
 package store
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/google/btree"
@@ -18,11 +19,24 @@ const (
 	sweepBatch  = 1024
 )
 
-// Variables for tests.
+// Variables for tests (dictAfter also PackAfterForTests').
 var (
-	dictAfter = 2048
-	coldAfter = time.Minute
+	dictAfterN atomic.Int64
+	coldAfter  = time.Minute
 )
+
+func init() { dictAfterN.Store(2048) }
+
+// dictAfter is how many objects a cache holds before it packs them.
+func dictAfter() int { return int(dictAfterN.Load()) }
+
+// PackAfterForTests makes caches pack their objects from n objects on
+// (2,048), and returns what restores it: for tests of the packed path
+// through the whole server.
+func PackAfterForTests(n int) (restore func()) {
+	old := dictAfterN.Swap(int64(n))
+	return func() { dictAfterN.Store(old) }
+}
 
 // Reading tells the cache that a client is reading its state as a whole
 // (a list, a watch from its state). A cache read so in two seconds within
@@ -124,7 +138,7 @@ func (c *Cache) packDict() *s2.Dict {
 // dictAfter objects the dictionary is made, from the objects then held,
 // away from the cache's lock.
 func (c *Cache) grown() {
-	if c.tree.Len() < dictAfter || c.dict.Load() != nil || !c.building.CompareAndSwap(false, true) {
+	if c.tree.Len() < dictAfter() || c.dict.Load() != nil || !c.building.CompareAndSwap(false, true) {
 		return
 	}
 	samples := sampleItems(c.tree)

@@ -948,8 +948,8 @@ func TestGuardedWritesWithLostAnswer(t *testing.T) {
 // those it loads, and those it applies; read back, each is what was
 // stored. Objects applied while the cache is listed are kept as they are.
 func TestColdItemsPacked(t *testing.T) {
-	defer func(n int, d time.Duration) { dictAfter, coldAfter = n, d }(dictAfter, coldAfter)
-	dictAfter = 64
+	defer func(d time.Duration) { coldAfter = d }(coldAfter)
+	defer PackAfterForTests(64)()
 	s := startStore(t)
 	ctx := context.Background()
 	value := func(i int) []byte {
@@ -1004,7 +1004,7 @@ func TestColdItemsPacked(t *testing.T) {
 			t.Fatal(err)
 		}
 		want[key], _ = jsonraw.SetResourceVersion(value(i), rev)
-		if i == dictAfter {
+		if i == dictAfter() {
 			// The dictionary is made away from the cache's lock.
 			if !pollUntil(t, func() bool { return applied.dict.Load() != nil }) {
 				t.Fatal("no dictionary made")
@@ -1017,7 +1017,7 @@ func TestColdItemsPacked(t *testing.T) {
 	}
 	for i := range 200 {
 		it := check(applied, fmt.Sprintf("/q/ns/r%04d", i))
-		if i > dictAfter && !it.Packed() {
+		if i > dictAfter() && !it.Packed() {
 			t.Fatalf("object %d taken in cold, with a dictionary, is not packed", i)
 		}
 	}
