@@ -435,16 +435,8 @@ type watchLatency struct {
 	Open            *phase  `json:"open,omitempty"` // each watch: request sent → 200
 	WritesOK        int     `json:"writes_ok"`
 	WriteP50Ms      float64 `json:"write_p50_ms"`
-	Expected        int     `json:"deliveries_expected"`
-	Delivered       int     `json:"deliveries"`
-	Missed          int     `json:"missed"`
-	Duplicates      int     `json:"duplicates"`
-	Unexpected      int     `json:"unexpected_events"`
-	P50Ms           float64 `json:"p50_ms"`
-	P99Ms           float64 `json:"p99_ms"`
-	MaxMs           float64 `json:"max_ms"`
-	MeanMs          float64 `json:"mean_ms"`
-	WatchErrors     int     `json:"watch_errors"`
+	deliveryFigures
+	WatchErrors int `json:"watch_errors"`
 }
 
 // servingRun is the -serving mode: from the server's (re)start at t0 until
@@ -1077,8 +1069,7 @@ func (o *objectsRun) watchLatency() {
 	sum := book.summary()
 	slices.Sort(wlat)
 	wl.WritesOK, wl.WriteP50Ms, wl.WatchErrors = len(wlat), ms(percentile(wlat, 0.5)), werrs
-	wl.Expected, wl.Delivered, wl.Missed, wl.Duplicates, wl.Unexpected = sum.Expected, sum.Delivered, sum.Missed, sum.Duplicates, sum.Unexpected
-	wl.P50Ms, wl.P99Ms, wl.MaxMs, wl.MeanMs = ms(sum.P50), ms(sum.P99), ms(sum.Max), ms(sum.Mean)
+	wl.deliveryFigures = sum.figures()
 	log.Printf("watch: %d of %d deliveries, %d missed, p50 %.1f ms, p99 %.1f ms, max %.1f ms", wl.Delivered, wl.Expected, wl.Missed, wl.P50Ms, wl.P99Ms, wl.MaxMs)
 	switch {
 	case wl.WritesOK < o.updates:

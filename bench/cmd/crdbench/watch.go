@@ -24,24 +24,16 @@ import (
 
 // watchRun is one watch fan-out measurement.
 type watchRun struct {
-	Watchers    int            `json:"watchers"`
-	PerConn     int            `json:"watchers_per_connection"`
-	Conns       int            `json:"connections_dialled"`
-	Updates     int            `json:"updates"`
-	IntervalMs  float64        `json:"update_interval_ms"`
-	OpenMs      float64        `json:"open_ms"` // all W watches answered 200
-	WritesOK    int            `json:"writes_ok"`
-	WriteP50Ms  float64        `json:"write_p50_ms"`
-	WriteP99Ms  float64        `json:"write_p99_ms"`
-	Expected    int            `json:"deliveries_expected"`
-	Delivered   int            `json:"deliveries"`
-	Missed      int            `json:"missed"`
-	Duplicates  int            `json:"duplicates"`
-	Unexpected  int            `json:"unexpected_events"`
-	P50Ms       float64        `json:"p50_ms"`
-	P99Ms       float64        `json:"p99_ms"`
-	MaxMs       float64        `json:"max_ms"`
-	MeanMs      float64        `json:"mean_ms"`
+	Watchers   int     `json:"watchers"`
+	PerConn    int     `json:"watchers_per_connection"`
+	Conns      int     `json:"connections_dialled"`
+	Updates    int     `json:"updates"`
+	IntervalMs float64 `json:"update_interval_ms"`
+	OpenMs     float64 `json:"open_ms"` // all W watches answered 200
+	WritesOK   int     `json:"writes_ok"`
+	WriteP50Ms float64 `json:"write_p50_ms"`
+	WriteP99Ms float64 `json:"write_p99_ms"`
+	deliveryFigures
 	SpanMs      float64        `json:"span_ms"` // first write sent → last delivery
 	WatchErrors int            `json:"watch_errors"`
 	Protocols   map[string]int `json:"protocols,omitempty"`
@@ -95,6 +87,25 @@ type deliveries struct {
 	Expected, Delivered, Missed, Duplicates, Unexpected int
 	P50, P99, Max, Mean                                 time.Duration
 	Last                                                time.Time
+}
+
+// deliveryFigures are a deliveries' figures as the JSON results give
+// them (every watch measurement has them).
+type deliveryFigures struct {
+	Expected   int     `json:"deliveries_expected"`
+	Delivered  int     `json:"deliveries"`
+	Missed     int     `json:"missed"`
+	Duplicates int     `json:"duplicates"`
+	Unexpected int     `json:"unexpected_events"`
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	MaxMs      float64 `json:"max_ms"`
+	MeanMs     float64 `json:"mean_ms"`
+}
+
+func (d deliveries) figures() deliveryFigures {
+	return deliveryFigures{Expected: d.Expected, Delivered: d.Delivered, Missed: d.Missed, Duplicates: d.Duplicates, Unexpected: d.Unexpected,
+		P50Ms: ms(d.P50), P99Ms: ms(d.P99), MaxMs: ms(d.Max), MeanMs: ms(d.Mean)}
 }
 
 func (b *deliveryBook) summary() deliveries {
@@ -299,8 +310,7 @@ func (p *pathsRun) watchFanOut(round, set int, coll string, w int, itemName func
 	pollUntil(p.watchWait, 5*time.Millisecond, func() bool { return book.total.Load() >= int64(w*wr.WritesOK) || ctx.Err() != nil })
 	stopAll()
 	sum := book.summary()
-	wr.Expected, wr.Delivered, wr.Missed, wr.Duplicates, wr.Unexpected = sum.Expected, sum.Delivered, sum.Missed, sum.Duplicates, sum.Unexpected
-	wr.P50Ms, wr.P99Ms, wr.MaxMs, wr.MeanMs = ms(sum.P50), ms(sum.P99), ms(sum.Max), ms(sum.Mean)
+	wr.deliveryFigures = sum.figures()
 	if !sum.Last.IsZero() {
 		wr.SpanMs = ms(sum.Last.Sub(start))
 	}
