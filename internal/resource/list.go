@@ -326,11 +326,7 @@ func storedAs(conv conversion.Converter, items []*store.Item, to string) bool {
 		return false
 	}
 	for _, it := range items {
-		v, ok := it.Meta.(*Versions)
-		if l, isL := it.Meta.(*Lifecycle); isL && l.Versions != nil {
-			v, ok = l.Versions, true
-		}
-		if !ok || v.APIVersion != to {
+		if v := keptVersions(it); v == nil || v.APIVersion != to {
 			return false
 		}
 	}

@@ -71,17 +71,23 @@ func versionsOf(apiVersion string, managed []ManagedAt) *Versions {
 // VersionsOf returns an item's Versions: what DecodeItem kept, or, for an
 // item it did not make, read from the item's JSON.
 func VersionsOf(it *store.Item) *Versions {
-	switch m := it.Meta.(type) {
-	case *Versions:
-		return m
-	case *Lifecycle:
-		if m.Versions != nil {
-			return m.Versions
-		}
+	if v := keptVersions(it); v != nil {
+		return v
 	}
 	var m itemMeta
 	_ = json.Unmarshal(it.Bytes(), &m) // metadata that does not decode: stored in no known version
 	return m.versions()
+}
+
+// keptVersions is the Versions DecodeItem kept with the item, or nil.
+func keptVersions(it *store.Item) *Versions {
+	switch m := it.Meta.(type) {
+	case *Versions:
+		return m
+	case *Lifecycle:
+		return m.Versions
+	}
+	return nil
 }
 
 // versions is the shared Versions of what an object's metadata says.

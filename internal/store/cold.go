@@ -56,7 +56,9 @@ func (c *Cache) Reading() {
 // took in while clients read it, and before it had a dictionary, is then
 // packed too.
 func (c *Cache) sweepLater() {
-	if c.sweeping.CompareAndSwap(false, true) {
+	// Without a dictionary there is nothing to pack (most caches: a
+	// resource of fewer than dictAfter objects); grown schedules one.
+	if c.dict.Load() != nil && c.sweeping.CompareAndSwap(false, true) {
 		time.AfterFunc(coldAfter+coldAfter/60, c.sweepWhenCold)
 	}
 }
@@ -83,6 +85,7 @@ func (c *Cache) sweep() {
 	start := ""
 	for c.cold() {
 		var raw []*Item
+		var last *Item
 		n := 0
 		c.mu.RLock()
 		if c.stopped {
@@ -91,13 +94,16 @@ func (c *Cache) sweep() {
 		}
 		c.tree.AscendGreaterOrEqual(&Item{Key: start}, func(it *Item) bool {
 			n++
-			start = it.Key + "\x00"
+			last = it
 			if it.packed == nil && len(it.Raw) > 0 && len(it.Raw) < packAbove {
 				raw = append(raw, it)
 			}
 			return n < sweepBatch
 		})
 		c.mu.RUnlock()
+		if last != nil {
+			start = last.Key + "\x00"
+		}
 		packed := make([]*Item, len(raw))
 		for i, it := range raw {
 			cp := *it
@@ -151,7 +157,7 @@ func (c *Cache) grown() {
 			return
 		}
 		// None could be made of these (objects that share nothing): try
-		// again no sooner than another dictAfter objects on.
+		// again, with the objects then held, no sooner than coldAfter on.
 		time.AfterFunc(coldAfter, func() { c.building.Store(false) })
 	}()
 }

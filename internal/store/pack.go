@@ -14,14 +14,13 @@ import (
 //   - Items of at least packAbove bytes (a provider's CRDs are 30-400 KiB
 //     each, mostly schema text that compresses ten times): zstd, the
 //     fastest level (about a gigabyte a second back).
-//   - Once a cache holds dictAfter objects, the objects it takes in while
-//     no client lists it (cold: see Cache.Reading) are compressed with a
+//   - Once a cache holds dictAfter objects, the rest are compressed with a
 //     dictionary made from its own objects (S2, klauspost/compress): a
 //     resource's objects share their keys, their managers, most of their
-//     values, and a kilobyte object keeps about a quarter of its size,
-//     uncompressed again at one or two gigabytes a second. Objects taken
-//     in while the cache is read stay as they are, so that lists of them
-//     are copies.
+//     values, and a 1.6 KiB object keeps about a third of its size,
+//     uncompressed again at one or two gigabytes a second. When: cold.go
+//     (all it loads; what it takes in while no client lists it; the rest
+//     by a sweep once clients stop listing it).
 
 // packAbove is the size from which an item is kept compressed by zstd.
 const packAbove = 16 << 10
